@@ -1,0 +1,30 @@
+// C++ frontend: Clang LibTooling in CUDA host mode over the dispatch header.
+//
+// Takes: the C++/CUDA files and the target's CppDispatchSpec. Returns: the
+// Dispatch of the first matching class::function: its leaves (launch / throw /
+// none), each with a path condition over config variables and both spelling and
+// expansion locations. Throws InputError for files that are missing, binary, or
+// hold no such dispatch.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "model/Model.h"
+#include "target/Target.h"
+
+namespace layergate::cpp {
+
+struct ParseOptions {
+  bool real_cuda_sdk = false;             // use /usr/local/cuda headers instead of the bundled stubs
+  std::string cuda_path = "/usr/local/cuda";
+  std::vector<std::string> include_dirs;  // extra -I
+  std::vector<std::string> extra_args;    // passed to clang as is
+  int max_depth = 200;
+};
+
+model::Dispatch extractDispatch(const std::vector<std::string>& files,
+                                const target::CppDispatchSpec& spec,
+                                const ParseOptions& options = {});
+
+}  // namespace layergate::cpp

@@ -1,0 +1,258 @@
+#include "model/Expr.h"
+
+#include <set>
+#include <sstream>
+
+namespace layergate::model {
+namespace {
+
+ExprPtr make(Op op, Sort sort, std::vector<ExprPtr> args = {}) {
+  auto e = std::make_shared<Expr>();
+  e->op = op;
+  e->sort = sort;
+  e->args = std::move(args);
+  return e;
+}
+
+const char* opText(Op op) {
+  switch (op) {
+    case Op::Eq: return "==";
+    case Op::Ne: return "!=";
+    case Op::Lt: return "<";
+    case Op::Le: return "<=";
+    case Op::Gt: return ">";
+    case Op::Ge: return ">=";
+    case Op::Add: return "+";
+    case Op::Sub: return "-";
+    case Op::Mul: return "*";
+    case Op::Div: return "//";
+    case Op::Mod: return "%";
+    default: return "?";
+  }
+}
+
+bool sameConst(const ExprPtr& a, const ExprPtr& b) {
+  if (a->op != b->op) return false;
+  switch (a->op) {
+    case Op::BoolConst: return a->b == b->b;
+    case Op::IntConst: return a->i == b->i;
+    case Op::StrConst: return a->s == b->s;
+    default: return false;
+  }
+}
+
+// Python floor division and modulo on constants.
+std::int64_t floorDiv(std::int64_t a, std::int64_t b) {
+  std::int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+
+}  // namespace
+
+ExprPtr True() { static ExprPtr t = [] { auto e = make(Op::BoolConst, Sort::Bool); std::const_pointer_cast<Expr>(e)->b = true; return e; }(); return t; }
+ExprPtr False() { static ExprPtr f = make(Op::BoolConst, Sort::Bool); return f; }
+ExprPtr BoolC(bool v) { return v ? True() : False(); }
+
+ExprPtr IntC(std::int64_t v) {
+  auto e = std::make_shared<Expr>();
+  e->op = Op::IntConst;
+  e->sort = Sort::Int;
+  e->i = v;
+  return e;
+}
+
+ExprPtr StrC(std::string v) {
+  auto e = std::make_shared<Expr>();
+  e->op = Op::StrConst;
+  e->sort = Sort::Str;
+  e->s = std::move(v);
+  return e;
+}
+
+ExprPtr Var(std::string name, Sort sort, VarKind kind) {
+  auto e = std::make_shared<Expr>();
+  e->op = Op::Var;
+  e->sort = sort;
+  e->s = std::move(name);
+  e->var_kind = kind;
+  return e;
+}
+
+bool isConst(const ExprPtr& e) {
+  return e->op == Op::BoolConst || e->op == Op::IntConst || e->op == Op::StrConst;
+}
+bool isTrue(const ExprPtr& e) { return e->op == Op::BoolConst && e->b; }
+bool isFalse(const ExprPtr& e) { return e->op == Op::BoolConst && !e->b; }
+
+ExprPtr Not(ExprPtr a) {
+  if (a->op == Op::BoolConst) return BoolC(!a->b);
+  if (a->op == Op::Not) return a->args[0];
+  return make(Op::Not, Sort::Bool, {std::move(a)});
+}
+
+ExprPtr And(ExprPtr a, ExprPtr b) {
+  if (isFalse(a) || isFalse(b)) return False();
+  if (isTrue(a)) return b;
+  if (isTrue(b)) return a;
+  if (a == b) return a;
+  return make(Op::And, Sort::Bool, {std::move(a), std::move(b)});
+}
+
+ExprPtr Or(ExprPtr a, ExprPtr b) {
+  if (isTrue(a) || isTrue(b)) return True();
+  if (isFalse(a)) return b;
+  if (isFalse(b)) return a;
+  if (a == b) return a;
+  return make(Op::Or, Sort::Bool, {std::move(a), std::move(b)});
+}
+
+ExprPtr AndAll(const std::vector<ExprPtr>& xs) {
+  ExprPtr r = True();
+  for (const auto& x : xs) r = And(r, x);
+  return r;
+}
+
+ExprPtr OrAll(const std::vector<ExprPtr>& xs) {
+  ExprPtr r = False();
+  for (const auto& x : xs) r = Or(r, x);
+  return r;
+}
+
+ExprPtr Implies(ExprPtr a, ExprPtr b) { return Or(Not(std::move(a)), std::move(b)); }
+
+ExprPtr Ite(ExprPtr c, ExprPtr t, ExprPtr e) {
+  if (isTrue(c)) return t;
+  if (isFalse(c)) return e;
+  if (t == e || (isConst(t) && isConst(e) && sameConst(t, e))) return t;
+  if (t->sort == Sort::Bool) {
+    if (isTrue(t) && isFalse(e)) return c;
+    if (isFalse(t) && isTrue(e)) return Not(c);
+  }
+  Sort s = t->sort;
+  return make(Op::Ite, s, {std::move(c), std::move(t), std::move(e)});
+}
+
+ExprPtr Cmp(Op op, ExprPtr a, ExprPtr b) {
+  if (isConst(a) && isConst(b) && a->op == b->op) {
+    if (op == Op::Eq) return BoolC(sameConst(a, b));
+    if (op == Op::Ne) return BoolC(!sameConst(a, b));
+    if (a->op == Op::IntConst) {
+      switch (op) {
+        case Op::Lt: return BoolC(a->i < b->i);
+        case Op::Le: return BoolC(a->i <= b->i);
+        case Op::Gt: return BoolC(a->i > b->i);
+        case Op::Ge: return BoolC(a->i >= b->i);
+        default: break;
+      }
+    }
+  }
+  // Values of different sorts are never equal (Python: 1 == "1" is False).
+  if (a->sort != b->sort) {
+    if (op == Op::Eq) return False();
+    if (op == Op::Ne) return True();
+  }
+  return make(op, Sort::Bool, {std::move(a), std::move(b)});
+}
+
+ExprPtr Arith(Op op, ExprPtr a, ExprPtr b) {
+  if (a->op == Op::IntConst && b->op == Op::IntConst) {
+    std::int64_t x = a->i, y = b->i;
+    switch (op) {
+      case Op::Add: return IntC(x + y);
+      case Op::Sub: return IntC(x - y);
+      case Op::Mul: return IntC(x * y);
+      case Op::Div: if (y != 0) return IntC(floorDiv(x, y)); break;
+      case Op::Mod: if (y != 0) return IntC(x - floorDiv(x, y) * y); break;
+      default: break;
+    }
+  }
+  if (op == Op::Mul && b->op == Op::IntConst && b->i == 1) return a;
+  if (op == Op::Mul && a->op == Op::IntConst && a->i == 1) return b;
+  return make(op, Sort::Int, {std::move(a), std::move(b)});
+}
+
+ExprPtr Neg(ExprPtr a) {
+  if (a->op == Op::IntConst) return IntC(-a->i);
+  return make(Op::Neg, Sort::Int, {std::move(a)});
+}
+
+ExprPtr StrToInt(ExprPtr s) {
+  if (s->op == Op::StrConst) {
+    try {
+      size_t used = 0;
+      long long v = std::stoll(s->s, &used, 10);
+      if (used == s->s.size()) return IntC(v);
+    } catch (...) {
+    }
+  }
+  return make(Op::StrToInt, Sort::Int, {std::move(s)});
+}
+
+std::string Expr::str() const {
+  std::ostringstream o;
+  switch (op) {
+    case Op::BoolConst: return b ? "True" : "False";
+    case Op::IntConst: return std::to_string(i);
+    case Op::StrConst: return "\"" + s + "\"";
+    case Op::Var: return s;
+    case Op::Not: return "not " + (args[0]->args.empty() ? args[0]->str() : "(" + args[0]->str() + ")");
+    case Op::And:
+    case Op::Or: {
+      const char* w = op == Op::And ? " and " : " or ";
+      auto side = [&](const ExprPtr& x) {
+        bool paren = (x->op == Op::And || x->op == Op::Or) && x->op != op;
+        return paren ? "(" + x->str() + ")" : x->str();
+      };
+      return side(args[0]) + w + side(args[1]);
+    }
+    case Op::Implies: return "(" + args[0]->str() + ") implies (" + args[1]->str() + ")";
+    case Op::Ite:
+      return "(" + args[1]->str() + " if " + args[0]->str() + " else " + args[2]->str() + ")";
+    case Op::Neg: return "-" + args[0]->str();
+    case Op::StrToInt: return "int(" + args[0]->str() + ")";
+    default: {
+      auto side = [](const ExprPtr& x) {
+        return x->args.empty() || x->op == Op::StrToInt ? x->str() : "(" + x->str() + ")";
+      };
+      o << side(args[0]) << ' ' << opText(op) << ' ' << side(args[1]);
+      return o.str();
+    }
+  }
+}
+
+std::vector<VarRef> varsOf(const ExprPtr& e) {
+  std::vector<VarRef> out;
+  std::set<std::pair<std::string, int>> seen;
+  std::set<const Expr*> visited;
+  std::vector<const Expr*> stack{e.get()};
+  // Iterative walk: models can be deep (long elif chains) and must not
+  // overflow the stack.
+  std::vector<const Expr*> order;
+  while (!stack.empty()) {
+    const Expr* x = stack.back();
+    stack.pop_back();
+    if (!visited.insert(x).second) continue;
+    if (x->op == Op::Var) {
+      if (seen.insert({x->s, static_cast<int>(x->sort)}).second)
+        out.push_back({x->s, x->sort, x->var_kind});
+      continue;
+    }
+    for (auto it = x->args.rbegin(); it != x->args.rend(); ++it) stack.push_back(it->get());
+  }
+  return out;
+}
+
+std::string envVar(const std::string& name) { return "env:" + name; }
+std::string envSetVar(const std::string& name) { return "env:" + name + "#set"; }
+ExprPtr EnvValue(const std::string& name) { return Var(envVar(name), Sort::Str); }
+ExprPtr EnvIsSet(const std::string& name) { return Var(envSetVar(name), Sort::Bool); }
+
+std::string envNameOf(const std::string& var) {
+  if (var.rfind("env:", 0) != 0) return "";
+  std::string rest = var.substr(4);
+  auto hash = rest.find('#');
+  return hash == std::string::npos ? rest : rest.substr(0, hash);
+}
+
+}  // namespace layergate::model

@@ -1,0 +1,62 @@
+// Target descriptions: the data in rules/targets/*.json that tells the
+// frontends which class, methods, probes and members make up one layered gate.
+//
+// Takes: a JSON file. Returns: a Target. Frontends read only the spec part
+// that concerns them; nothing here is specific to one fixture or one project.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace layergate::target {
+
+struct PythonGateSpec {
+  std::vector<std::string> class_names;       // "CustomAllreduce"
+  std::vector<std::string> per_call_methods;  // "should_custom_ar"
+  std::string enabling_attr = "disabled";     // self.<attr> = <enabling_value>
+  bool enabling_value = false;
+  // Call name (last dotted component) -> config variable ("world_size",
+  // "full_nvlink", or a probe name such as "p2p_ok").
+  std::map<std::string, std::string> probes;
+  // Platform flags fixed by the target: a bare name, an attribute's last
+  // component or a call's last component -> its value on this platform.
+  std::map<std::string, bool> platform_flags;
+  // Helpers that read an env var as a bool ("true"/"1", any case, is true).
+  std::vector<std::string> bool_env_helpers;
+  // Modules whose attributes are env vars (envs.NAME, envs.NAME.get()).
+  std::vector<std::string> env_modules;
+};
+
+struct CppDispatchSpec {
+  std::vector<std::string> class_names;         // "CustomAllreduce"
+  std::vector<std::string> dispatch_functions;  // "allreduce"
+  // Member or variable name -> config variable.
+  std::map<std::string, std::string> members;
+  // Local names that hold the message size in bytes.
+  std::vector<std::string> byte_count_names;
+};
+
+struct Discovery {
+  std::vector<std::string> python_paths;  // glob-like path suffixes
+  std::vector<std::string> cpp_paths;
+};
+
+struct Target {
+  std::string name;
+  std::string description;
+  std::string platform = "cuda";
+  Discovery discovery;
+  PythonGateSpec python;
+  CppDispatchSpec cpp;
+};
+
+// Throws InputError with the file name and the JSON problem.
+Target loadTarget(const std::string& path);
+Target parseTarget(const std::string& json_text, const std::string& origin);
+// All targets in a directory, sorted by name.
+std::vector<Target> loadTargets(const std::string& dir);
+// The rules/ directory: $LAYERGATE_RULES, else the one this binary was built from.
+std::string defaultRulesDir();
+
+}  // namespace layergate::target
