@@ -1,0 +1,356 @@
+// layergate reference all-reduce: host side (the dispatch).
+//
+// Takes: this rank's number, the world size (2..8, odd too), whether every
+// pair of GPUs has NVLink, and every rank's Signal and scratch buffer as
+// pointers this process can use (peer access, CUDA IPC, or several ranks on
+// one GPU). Returns, for each allreduce<T>() call, the sum over ranks in
+// `out`, enqueued on the caller's stream: no host sync, so a call can be
+// captured in a CUDA graph once buffers are set up.
+//
+// Every (world size, NVLink flag, byte count) that the Python gate admits
+// (python/custom_all_reduce.py) reaches a kernel launch; everything else
+// throws std::runtime_error. Which kernel serves which size is one table,
+// Thresholds, that the self-test may override.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <unordered_map>
+
+#include "allreduce_kernels.cuh"
+
+namespace layergate {
+
+enum class Algo { kAuto = 0, kOneShotPush, kTwoShotPush, kOneStagePull, kTwoStagePull };
+
+inline const char* algo_name(Algo a) {
+  switch (a) {
+    case Algo::kAuto: return "auto";
+    case Algo::kOneShotPush: return "one_shot_push";
+    case Algo::kTwoShotPush: return "two_shot_push";
+    case Algo::kOneStagePull: return "one_stage_pull";
+    case Algo::kTwoStagePull: return "two_stage_pull";
+  }
+  return "?";
+}
+
+// The one table of size thresholds, indexed by world size (entries 0 and 1
+// unused). A message of `bytes` goes, with NVLink, to one_shot_push while
+// bytes <= nvlink_one_shot_max, then one_stage_pull while bytes <=
+// nvlink_one_stage_max, then two_stage_pull; without NVLink to one_shot_push
+// while bytes <= pcie_one_shot_max, then two_shot_push (pushes only: pull
+// kernels over a PCIe switch have been seen never to complete).
+// The constructor lowers a one-shot threshold to what the push buffer holds.
+struct Thresholds {
+  size_t nvlink_one_shot_max[kMaxRanks + 1];
+  size_t nvlink_one_stage_max[kMaxRanks + 1];
+  size_t pcie_one_shot_max[kMaxRanks + 1];
+
+  // Measured on 2xH200 (kernels/README.md); sizes above two ranks are
+  // scaled guesses until the self-test measures them.
+  static Thresholds defaults() {
+    Thresholds t{};
+    for (int n = 2; n <= kMaxRanks; ++n) {
+      t.nvlink_one_shot_max[n] = n <= 4 ? (512u << 10) : (256u << 10);
+      t.nvlink_one_stage_max[n] = n <= 4 ? (2u << 20) : (512u << 10);
+      t.pcie_one_shot_max[n] = n <= 4 ? (64u << 10) : (32u << 10);
+    }
+    return t;
+  }
+
+  // Reads lines "<key> <world_size> <bytes>" (key: nvlink_one_shot_max,
+  // nvlink_one_stage_max, pcie_one_shot_max); '#' starts a comment. Entries
+  // not named keep their value. The self-test writes this file.
+  static Thresholds from_file(const char* path, Thresholds t = defaults()) {
+    FILE* f = std::fopen(path, "r");
+    if (!f) throw std::runtime_error(std::string("layergate: cannot open thresholds file ") + path);
+    char line[256];
+    int lineno = 0;
+    while (std::fgets(line, sizeof line, f)) {
+      ++lineno;
+      char key[64];
+      int n = 0;
+      unsigned long long v = 0;
+      if (line[0] == '#' || line[strspn(line, " \t\r\n")] == '\0') continue;
+      if (std::sscanf(line, "%63s %d %llu", key, &n, &v) != 3 || n < 2 || n > kMaxRanks) {
+        std::fclose(f);
+        throw std::runtime_error(std::string("layergate: bad thresholds line ") + std::to_string(lineno) + " in " + path);
+      }
+      size_t* row = nullptr;
+      if (!std::strcmp(key, "nvlink_one_shot_max")) row = t.nvlink_one_shot_max;
+      else if (!std::strcmp(key, "nvlink_one_stage_max")) row = t.nvlink_one_stage_max;
+      else if (!std::strcmp(key, "pcie_one_shot_max")) row = t.pcie_one_shot_max;
+      if (!row) {
+        std::fclose(f);
+        throw std::runtime_error(std::string("layergate: unknown thresholds key ") + key + " in " + path);
+      }
+      row[n] = static_cast<size_t>(v);
+    }
+    std::fclose(f);
+    return t;
+  }
+};
+
+// What one rank shows its peers. Both zeroed by allocate_rank_buffers().
+struct RankBuffers {
+  Signal* signal;
+  void* scratch;  // scratch_bytes(max_bytes)
+};
+
+inline void check_cuda(cudaError_t e, const char* what) {
+  if (e != cudaSuccess)
+    throw std::runtime_error(std::string("layergate: ") + what + ": " + cudaGetErrorString(e));
+}
+
+class CustomAllreduce {
+ public:
+  // Scratch layout: [staging: max][tmp: max][push: 2 halves].
+  static size_t round_up(size_t x) { return (x + 255) & ~size_t(255); }
+  static size_t push_half_bytes(size_t max_bytes) { return round_up(4 * max_bytes + 64 * kMaxRanks * 32); }
+  static size_t scratch_bytes(size_t max_bytes) {
+    return 2 * round_up(max_bytes) + 2 * push_half_bytes(max_bytes);
+  }
+
+  // Allocates and zeroes one rank's buffers on the current device.
+  static RankBuffers allocate_rank_buffers(size_t max_bytes) {
+    RankBuffers b{};
+    check_cuda(cudaMalloc(&b.signal, sizeof(Signal)), "cudaMalloc(signal)");
+    check_cuda(cudaMalloc(&b.scratch, scratch_bytes(max_bytes)), "cudaMalloc(scratch)");
+    reset_rank_buffers(b, max_bytes);
+    return b;
+  }
+  // Returns a rank to its first-call state (after a timeout, say). Every rank
+  // of the group must be reset together, with no call in flight.
+  static void reset_rank_buffers(const RankBuffers& b, size_t max_bytes) {
+    check_cuda(cudaMemset(b.signal, 0, sizeof(Signal)), "cudaMemset(signal)");
+    check_cuda(cudaMemset(static_cast<char*>(b.scratch) + 2 * round_up(max_bytes), 0,
+                          2 * push_half_bytes(max_bytes)),
+               "cudaMemset(push region)");
+  }
+  static void free_rank_buffers(RankBuffers& b) {
+    cudaFree(b.signal);
+    cudaFree(b.scratch);
+    b = RankBuffers{};
+  }
+
+  // `ranks` has world_size entries, ranks[i] being rank i's buffers.
+  // max_blocks: blocks per launch; when ranks share a GPU, at most
+  // SMs / ranks-per-GPU so that all ranks' blocks are resident together.
+  CustomAllreduce(int rank, int world_size, bool full_nvlink, const RankBuffers* ranks, size_t max_bytes,
+                  int max_blocks, Thresholds table = Thresholds::defaults(), int64_t timeout_ns = 10'000'000'000)
+      : rank_(rank),
+        world_size_(world_size),
+        full_nvlink_(full_nvlink),
+        max_bytes_(max_bytes),
+        max_blocks_(max_blocks),
+        table_(table),
+        timeout_ns_(timeout_ns) {
+    if (world_size < 2 || world_size > kMaxRanks)
+      throw std::runtime_error("layergate: world size " + std::to_string(world_size) + " not in 2..8");
+    if (rank < 0 || rank >= world_size) throw std::runtime_error("layergate: rank out of range");
+    if (max_blocks < 1 || max_blocks > kMaxBlocks)
+      throw std::runtime_error("layergate: max_blocks must be in 1..256");
+    if (max_bytes == 0 || max_bytes % 16 != 0 || max_bytes / 16 > 0xffffffffull)
+      throw std::runtime_error("layergate: max_bytes must be a positive multiple of 16 below 64 GiB");
+    const size_t half = push_half_bytes(max_bytes);
+    for (int p = 0; p < world_size; ++p) {
+      char* s = static_cast<char*>(ranks[p].scratch);
+      sig_.p[p] = ranks[p].signal;
+      stage_.p[p] = s;
+      tmp_.p[p] = s + round_up(max_bytes);
+      push_.p[p] = s + 2 * round_up(max_bytes);
+    }
+    half_ = half;
+    // one_shot_push puts world_size copies of the message (2 bytes of line
+    // per byte of data) into one half.
+    one_shot_cap_ = half / (2 * static_cast<size_t>(world_size)) / 16 * 16;
+    for (int n = 2; n <= kMaxRanks; ++n) {
+      table_.nvlink_one_shot_max[n] = std::min(table_.nvlink_one_shot_max[n], one_shot_cap_);
+      table_.pcie_one_shot_max[n] = std::min(table_.pcie_one_shot_max[n], one_shot_cap_);
+    }
+  }
+
+  // `peers[i]` is where rank i's copy of the buffer at `local` lives. Pull
+  // kernels then read an input at `local` in place instead of staging it.
+  void register_buffer(const void* local, void* const* peers) {
+    RankPtrs r{};
+    for (int p = 0; p < world_size_; ++p) r.p[p] = peers[p];
+    registered_[local] = r;
+  }
+
+  // Sum over ranks of `size` elements of `in` into `out` (may be `in`).
+  template <typename T>
+  void allreduce(cudaStream_t stream, T* in, T* out, int size, Algo force = Algo::kAuto) {
+    static_assert(std::is_same<T, float>::value || std::is_same<T, __half>::value ||
+                      std::is_same<T, __nv_bfloat16>::value,
+                  "layergate all-reduce serves fp32, fp16 and bf16");
+    const size_t bytes = static_cast<size_t>(size) * sizeof(T);
+    if (size <= 0 || bytes % 16 != 0)
+      throw std::runtime_error("layergate: all-reduce needs a positive multiple of 16 bytes, got " +
+                               std::to_string(bytes));
+    if (bytes > max_bytes_)
+      throw std::runtime_error("layergate: " + std::to_string(bytes) + " bytes above max_bytes " +
+                               std::to_string(max_bytes_));
+    if (force == Algo::kOneShotPush && bytes > one_shot_cap_)
+      throw std::runtime_error("layergate: one_shot_push holds at most " + std::to_string(one_shot_cap_) +
+                               " bytes at this world size");
+    const CallArgs a = call_args(bytes);
+    const uint4* vin = reinterpret_cast<const uint4*>(in);
+    uint4* vout = reinterpret_cast<uint4*>(out);
+    const int grid_full = grid_for(a.units);
+    const int grid_chunk = grid_for((a.units + world_size_ - 1) / world_size_);
+
+// One case per world size: the kernels are templates on it so that the loop
+// over ranks unrolls. Every branch ends in a launch or a throw.
+#define LAYERGATE_WORLD_CASE(N)                                                             \
+  case N:                                                                                   \
+    if (force == Algo::kAuto) {                                                             \
+      if (full_nvlink_) {                                                                   \
+        if (bytes <= table_.nvlink_one_shot_max[N]) {                                       \
+          last_algo_ = Algo::kOneShotPush;                                                  \
+          one_shot_push<T, N><<<grid_full, kThreads, 0, stream>>>(a, push_, vin, vout);     \
+        } else if (bytes <= table_.nvlink_one_stage_max[N]) {                               \
+          last_algo_ = Algo::kOneStagePull;                                                 \
+          const RankPtrs src = pull_sources(in, out, bytes, stream, false);                 \
+          one_stage_pull<T, N><<<grid_full, kThreads, 0, stream>>>(a, src, vout);           \
+        } else {                                                                            \
+          last_algo_ = Algo::kTwoStagePull;                                                 \
+          const RankPtrs src = pull_sources(in, out, bytes, stream, true);                  \
+          two_stage_pull<T, N><<<grid_chunk, kThreads, 0, stream>>>(a, src, tmp_, vout);    \
+        }                                                                                   \
+      } else if (bytes <= table_.pcie_one_shot_max[N]) {                                    \
+        last_algo_ = Algo::kOneShotPush;                                                    \
+        one_shot_push<T, N><<<grid_full, kThreads, 0, stream>>>(a, push_, vin, vout);       \
+      } else {                                                                              \
+        last_algo_ = Algo::kTwoShotPush;                                                    \
+        two_shot_push<T, N><<<grid_chunk, kThreads, 0, stream>>>(a, push_, vin, vout);      \
+      }                                                                                     \
+    } else if (force == Algo::kOneShotPush) {                                               \
+      last_algo_ = Algo::kOneShotPush;                                                      \
+      one_shot_push<T, N><<<grid_full, kThreads, 0, stream>>>(a, push_, vin, vout);         \
+    } else if (force == Algo::kTwoShotPush) {                                               \
+      last_algo_ = Algo::kTwoShotPush;                                                      \
+      two_shot_push<T, N><<<grid_chunk, kThreads, 0, stream>>>(a, push_, vin, vout);        \
+    } else if (force == Algo::kOneStagePull) {                                              \
+      last_algo_ = Algo::kOneStagePull;                                                     \
+      const RankPtrs src = pull_sources(in, out, bytes, stream, false);                     \
+      one_stage_pull<T, N><<<grid_full, kThreads, 0, stream>>>(a, src, vout);               \
+    } else if (force == Algo::kTwoStagePull) {                                              \
+      last_algo_ = Algo::kTwoStagePull;                                                     \
+      const RankPtrs src = pull_sources(in, out, bytes, stream, true);                      \
+      two_stage_pull<T, N><<<grid_chunk, kThreads, 0, stream>>>(a, src, tmp_, vout);        \
+    } else {                                                                                \
+      throw std::runtime_error("layergate: unknown forced algorithm");                      \
+    }                                                                                       \
+    break;
+
+    switch (world_size_) {
+      LAYERGATE_WORLD_CASE(2)
+      LAYERGATE_WORLD_CASE(3)
+      LAYERGATE_WORLD_CASE(4)
+      LAYERGATE_WORLD_CASE(5)
+      LAYERGATE_WORLD_CASE(6)
+      LAYERGATE_WORLD_CASE(7)
+      LAYERGATE_WORLD_CASE(8)
+      default:
+        throw std::runtime_error("layergate: no all-reduce kernel for world size " +
+                                 std::to_string(world_size_));
+    }
+#undef LAYERGATE_WORLD_CASE
+    check_cuda(cudaGetLastError(), "all-reduce launch");
+  }
+
+  // The cross-GPU barrier alone (the floor a benchmark compares against).
+  void handshake(cudaStream_t stream) {
+    const CallArgs a = call_args(16);
+    switch (world_size_) {
+      case 2: layergate::handshake<2><<<1, kThreads, 0, stream>>>(a); break;
+      case 3: layergate::handshake<3><<<1, kThreads, 0, stream>>>(a); break;
+      case 4: layergate::handshake<4><<<1, kThreads, 0, stream>>>(a); break;
+      case 5: layergate::handshake<5><<<1, kThreads, 0, stream>>>(a); break;
+      case 6: layergate::handshake<6><<<1, kThreads, 0, stream>>>(a); break;
+      case 7: layergate::handshake<7><<<1, kThreads, 0, stream>>>(a); break;
+      case 8: layergate::handshake<8><<<1, kThreads, 0, stream>>>(a); break;
+      default: throw std::runtime_error("layergate: no handshake for world size " + std::to_string(world_size_));
+    }
+    check_cuda(cudaGetLastError(), "handshake launch");
+  }
+
+  // First ErrorCode a kernel of this rank recorded (synchronous read: call
+  // outside graph capture, after the work has finished).
+  uint32_t error() const {
+    uint32_t e = 0;
+    check_cuda(cudaMemcpy(&e, &sig_.p[rank_]->error, sizeof e, cudaMemcpyDeviceToHost), "read error flag");
+    return e;
+  }
+
+  Algo last_algo() const { return last_algo_; }
+  const Thresholds& table() const { return table_; }
+  size_t one_shot_capacity() const { return one_shot_cap_; }
+  int world_size() const { return world_size_; }
+  bool full_nvlink() const { return full_nvlink_; }
+
+ private:
+  CallArgs call_args(size_t bytes) const {
+    CallArgs a{};
+    a.sig = sig_;
+    a.rank = rank_;
+    a.units = static_cast<uint32_t>(bytes / 16);
+    a.ll_half = half_;
+    a.timeout_ns = timeout_ns_;
+    return a;
+  }
+
+  int grid_for(uint64_t units) const {
+    const uint64_t g = (units + kThreads - 1) / kThreads;
+    return static_cast<int>(std::max<uint64_t>(1, std::min<uint64_t>(g, max_blocks_)));
+  }
+
+  // Where the pull kernels read each rank's input. A registered input is read
+  // in place; otherwise (or when in == out and the kernel writes out while
+  // peers still read) it is first copied into this rank's staging buffer.
+  // Every rank makes the same choice, since all call with the same kind of
+  // buffer, so the peers' staging pointers are the right ones to read.
+  template <typename T>
+  RankPtrs pull_sources(const T* in, const T* out, size_t bytes, cudaStream_t stream, bool in_place_ok) {
+    if (in != out || in_place_ok) {
+      auto it = registered_.find(in);
+      if (it != registered_.end()) return it->second;
+    }
+    check_cuda(cudaMemcpyAsync(stage_.p[rank_], in, bytes, cudaMemcpyDeviceToDevice, stream), "stage input");
+    return stage_;
+  }
+
+  int rank_;
+  int world_size_;
+  bool full_nvlink_;
+  size_t max_bytes_;
+  int max_blocks_;
+  Thresholds table_;
+  int64_t timeout_ns_;
+  size_t half_ = 0;
+  size_t one_shot_cap_ = 0;
+  SignalPtrs sig_{};
+  RankPtrs stage_{};
+  RankPtrs tmp_{};
+  RankPtrs push_{};
+  std::unordered_map<const void*, RankPtrs> registered_;
+  Algo last_algo_ = Algo::kAuto;
+};
+
+// Entry function in the shape of the upstream op (`init_custom_ar`): the
+// NVLink flag arrives as the fourth argument and is stored in full_nvlink_.
+// Returns an opaque handle, as a torch binding would.
+inline int64_t init_custom_ar(const RankBuffers* ranks, int world_size, int rank, bool full_nvlink,
+                              size_t max_bytes, int max_blocks) {
+  return reinterpret_cast<int64_t>(
+      new CustomAllreduce(rank, world_size, full_nvlink, ranks, max_bytes, max_blocks));
+}
+
+}  // namespace layergate
