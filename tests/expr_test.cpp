@@ -1,0 +1,80 @@
+// Unit tests of the gate model IR and the target loader.
+#include <gtest/gtest.h>
+
+#include "model/Errors.h"
+#include "model/Expr.h"
+#include "target/Target.h"
+
+using namespace layergate;
+using namespace layergate::model;
+
+TEST(Expr, FoldsConstantsAndTrivialConnectives) {
+  auto x = Var("full_nvlink", Sort::Bool);
+  EXPECT_EQ(And(True(), x), x);
+  EXPECT_TRUE(isFalse(And(x, False())));
+  EXPECT_TRUE(isTrue(Or(x, True())));
+  EXPECT_EQ(Not(Not(x)), x);
+  EXPECT_EQ(Arith(Op::Mul, IntC(8192), IntC(1024))->i, 8388608);
+  EXPECT_TRUE(isTrue(Cmp(Op::Lt, IntC(2), IntC(4))));
+  // Python floor semantics on constants.
+  EXPECT_EQ(Arith(Op::Div, IntC(-7), IntC(2))->i, -4);
+  EXPECT_EQ(Arith(Op::Mod, IntC(-7), IntC(2))->i, 1);
+  // 1 == "1" is False in Python.
+  EXPECT_TRUE(isFalse(Cmp(Op::Eq, IntC(1), StrC("1"))));
+  EXPECT_EQ(StrToInt(StrC("42"))->i, 42);
+  EXPECT_EQ(StrToInt(StrC("4x"))->op, Op::StrToInt);
+}
+
+TEST(Expr, IteSimplifiesBooleanArms) {
+  auto c = Var("c", Sort::Bool, VarKind::Opaque);
+  EXPECT_EQ(Ite(c, True(), False()), c);
+  EXPECT_EQ(Ite(c, False(), True())->op, Op::Not);
+  EXPECT_EQ(Ite(True(), IntC(1), IntC(2))->i, 1);
+}
+
+TEST(Expr, PrintsReadably) {
+  auto ws = Var("world_size", Sort::Int);
+  auto nvl = Var("full_nvlink", Sort::Bool);
+  auto e = And(Cmp(Op::Gt, ws, IntC(2)), Not(nvl));
+  EXPECT_EQ(e->str(), "(world_size > 2) and not full_nvlink");
+}
+
+TEST(Expr, CollectsVariablesOnceWithoutRecursion) {
+  auto ws = Var("world_size", Sort::Int);
+  ExprPtr chain = True();
+  // A 200k-deep chain must not overflow the stack.
+  for (int i = 0; i < 200000; ++i) chain = Or(Cmp(Op::Eq, ws, IntC(i)), chain);
+  auto vars = varsOf(chain);
+  ASSERT_EQ(vars.size(), 1u);
+  EXPECT_EQ(vars[0].name, "world_size");
+}
+
+TEST(Expr, EnvVariableNames) {
+  EXPECT_EQ(envVar("X"), "env:X");
+  EXPECT_EQ(envSetVar("X"), "env:X#set");
+  EXPECT_EQ(envNameOf("env:X#set"), "X");
+  EXPECT_EQ(envNameOf("world_size"), "");
+}
+
+TEST(Target, LoadsTheBundledTarget) {
+  auto targets = target::loadTargets(target::defaultRulesDir());
+  ASSERT_FALSE(targets.empty());
+  const auto& t = targets.front();
+  EXPECT_EQ(t.name, "custom-allreduce");
+  EXPECT_EQ(t.python.probes.at("is_full_nvlink"), "full_nvlink");
+  EXPECT_EQ(t.cpp.members.at("fully_connected_"), "full_nvlink");
+  EXPECT_FALSE(t.python.platform_flags.at("_is_hip"));
+}
+
+TEST(Target, RejectsBadDescriptionsWithAOneLineReason) {
+  EXPECT_THROW(target::parseTarget("{", "x.json"), InputError);
+  EXPECT_THROW(target::parseTarget("[]", "x.json"), InputError);
+  EXPECT_THROW(target::parseTarget(R"({"name": "t"})", "x.json"), InputError);
+  try {
+    target::parseTarget(R"({"name":"t","python":{"classes":"A"}})", "x.json");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("x.json"), std::string::npos);
+    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
+  }
+}

@@ -1,0 +1,178 @@
+// Unit tests of the solver and the checks on hand-built models (no parsing):
+// the seed bug, its fix, a size gap, a throwing world size, and a constructor
+// gate opened while the per-call predicate stays closed.
+#include <gtest/gtest.h>
+
+#include "checks/Check.h"
+#include "solve/Solver.h"
+
+using namespace layergate;
+using namespace layergate::model;
+
+namespace {
+
+ExprPtr ws() { return Var(kWorldSize, Sort::Int); }
+ExprPtr nvl() { return Var(kFullNvlink, Sort::Bool); }
+ExprPtr nb() { return Var(kNbytes, Sort::Int); }
+ExprPtr eq(ExprPtr a, std::int64_t v) { return Cmp(Op::Eq, std::move(a), IntC(v)); }
+ExprPtr lt(ExprPtr a, std::int64_t v) { return Cmp(Op::Lt, std::move(a), IntC(v)); }
+ExprPtr forced() { return And(EnvIsSet("FORCE"), Cmp(Op::Eq, EnvValue("FORCE"), StrC("1"))); }
+Location at(int line) { return Location{"x", line, 1, "", ""}; }
+
+// Upstream-shaped gate; `open` lets >2 PCIe GPUs through when FORCE=1, in the
+// constructor and/or the per-call predicate.
+Gate gate(bool open_ctor, bool open_call, std::int64_t max_size = 8 << 20) {
+  Gate g;
+  auto supported = OrAll({eq(ws(), 2), eq(ws(), 4), eq(ws(), 6), eq(ws(), 8)});
+  auto pcie_block = And(Cmp(Op::Gt, ws(), IntC(2)), Not(nvl()));
+  if (open_ctor) pcie_block = And(pcie_block, Not(forced()));
+  g.admit = AndAll({supported, Not(pcie_block), Var("p2p_ok", Sort::Bool, VarKind::Probe)});
+  auto ok = Or(eq(ws(), 2), nvl());
+  if (open_call) ok = Or(ok, forced());
+  auto aligned = eq(Arith(Op::Mod, nb(), IntC(16)), 0);
+  g.per_call = AndAll({aligned, ok, lt(nb(), max_size)});
+  g.admits.push_back(GateCheck{g.per_call, "return inp_size < self.max_size", at(40)});
+  g.rejects.push_back(GateCheck{pcie_block, "world_size > 2 and not full_nvlink", at(20)});
+  g.env_reads = {"FORCE"};
+  g.has_per_call = true;
+  return g;
+}
+
+// Upstream-shaped dispatch; pcie_limit > 0 adds a PCIe branch below that size.
+Dispatch dispatch(std::int64_t pcie_limit = 0, bool with_three = false) {
+  Dispatch d;
+  auto pre = Var("size % d != 0", Sort::Bool, VarKind::Opaque);  // a precondition throw
+  d.leaves.push_back({LeafKind::Throw, pre, "", "size not a multiple", at(1), at(1)});
+  auto ok = Not(pre);
+  ExprPtr any_case = False();
+  std::vector<int> sizes = {2, 4, 6, 8};
+  if (with_three) sizes.push_back(3);
+  for (int n : sizes) {
+    auto c = And(ok, eq(ws(), n));
+    any_case = Or(any_case, eq(ws(), n));
+    d.leaves.push_back({LeafKind::Launch, And(c, eq(ws(), 2)), "one_stage", "", at(10), at(30 + n)});
+    auto nv = AndAll({c, Not(eq(ws(), 2)), nvl()});
+    auto small = Or(And(Cmp(Op::Le, ws(), IntC(4)), lt(nb(), 512 * 1024)), And(Cmp(Op::Le, ws(), IntC(8)), lt(nb(), 256 * 1024)));
+    d.leaves.push_back({LeafKind::Launch, And(nv, small), "one_stage", "", at(12), at(30 + n)});
+    d.leaves.push_back({LeafKind::Launch, And(nv, Not(small)), "two_stage", "", at(14), at(30 + n)});
+    auto pcie = AndAll({c, Not(eq(ws(), 2)), Not(nvl())});
+    if (pcie_limit > 0) {
+      d.leaves.push_back({LeafKind::Launch, And(pcie, lt(nb(), pcie_limit)), "one_stage", "", at(16), at(30 + n)});
+      d.leaves.push_back({LeafKind::None, And(pcie, Not(lt(nb(), pcie_limit))), "", "if (bytes < limit) has no else", at(16), at(30 + n)});
+    } else {
+      d.leaves.push_back({LeafKind::None, pcie, "", "else if (full_nvlink_) has no else", at(11), at(30 + n)});
+    }
+  }
+  d.leaves.push_back({LeafKind::Throw, And(ok, Not(any_case)), "", "only 2, 4, 6, 8 GPUs", at(50), at(50)});
+  d.where = at(5);
+  return d;
+}
+
+std::vector<Finding> check(const Gate& g, const Dispatch& d) {
+  solve::Solver s(g, d);
+  checks::CheckContext ctx{g, d, s};
+  return checks::runChecks(ctx);
+}
+
+std::vector<std::tuple<std::string, int, bool>> cells(const std::vector<Finding>& fs) {
+  std::vector<std::tuple<std::string, int, bool>> out;
+  for (const auto& f : fs) out.emplace_back(f.rule, static_cast<int>(*f.config.world_size), *f.config.full_nvlink);
+  return out;
+}
+
+}  // namespace
+
+TEST(Solver, UpstreamShapeIsConsistent) {
+  EXPECT_TRUE(check(gate(false, false), dispatch()).empty());
+}
+
+TEST(Solver, SeedScenarioGivesLG001ForFourSixEightPcieOnlyWithTheEnvVar) {
+  auto g = gate(true, true);
+  auto d = dispatch();
+  auto fs = check(g, d);
+  using T = std::tuple<std::string, int, bool>;
+  EXPECT_EQ(cells(fs), (std::vector<T>{{"LG001", 4, false}, {"LG001", 6, false}, {"LG001", 8, false}}));
+  const Finding& f = fs[0];
+  ASSERT_EQ(f.config.env.size(), 1u);
+  EXPECT_EQ(f.config.env[0].first, "FORCE");
+  EXPECT_EQ(f.config.env[0].second.value_or(""), "1");
+  EXPECT_EQ(*f.config.nbytes % 16, 0);
+  EXPECT_LT(*f.config.nbytes, 8 << 20);
+  // Primary location: the per-call return; then the opened constructor check; then the C++ fall-through.
+  ASSERT_GE(f.locations.size(), 3u);
+  EXPECT_EQ(f.locations[0].line, 40);
+  EXPECT_EQ(f.locations[1].line, 20);
+  EXPECT_EQ(f.locations[2].role, "dispatch");
+  EXPECT_EQ(f.locations[2].line, 11);
+  EXPECT_EQ(f.locations[3].line, 34);  // expansion: REDUCE_CASE(4)
+  EXPECT_NE(f.message.find("FORCE=1"), std::string::npos);
+}
+
+TEST(Solver, ConstructorOpenedButPerCallClosedIsConsistent) {
+  EXPECT_TRUE(check(gate(true, false), dispatch()).empty());
+}
+
+TEST(Solver, SizeGapIsReportedForLargeMessagesOnly) {
+  auto g = gate(true, true);
+  auto d = dispatch(512 * 1024);
+  auto fs = check(g, d);
+  ASSERT_EQ(fs.size(), 3u);
+  solve::Solver s(g, d);
+  auto gap = s.findGap({4, false}, solve::GapKind::NoKernel);
+  ASSERT_TRUE(gap);
+  EXPECT_EQ(gap->sizes.lo, 512 * 1024);
+  EXPECT_EQ(gap->sizes.hi, (8 << 20) - 16);
+  EXPECT_EQ(*gap->counterexample.nbytes, 512 * 1024);
+}
+
+TEST(Solver, WorldSizeThePythonListAdmitsButCppLacksIsLG002) {
+  Gate g = gate(false, false);
+  g.admit = And(g.admit, Or(Not(eq(ws(), 3)), True()));
+  // Admit 3 with NVLink.
+  g.admit = Or(g.admit, AndAll({eq(ws(), 3), nvl()}));
+  auto fs = check(g, dispatch());
+  using T = std::tuple<std::string, int, bool>;
+  EXPECT_EQ(cells(fs), (std::vector<T>{{"LG002", 3, true}}));
+  EXPECT_NE(fs[0].message.find("only 2, 4, 6, 8 GPUs"), std::string::npos);
+}
+
+TEST(Solver, MatrixNamesTheGateStateAndTheKernelPerSize) {
+  auto g = gate(true, true);
+  auto d = dispatch();
+  solve::Solver s(g, d);
+  const auto& m = s.matrix();
+  ASSERT_EQ(m.size(), 16u);
+  const auto& c4 = m[(4 - 1) * 2];  // ws 4, no NVLink
+  EXPECT_EQ(c4.cell.world_size, 4);
+  EXPECT_EQ(c4.gate.state, solve::GateState::AdmittedWhen);
+  EXPECT_EQ(c4.gate.condition, "FORCE=1");
+  ASSERT_TRUE(c4.gate.sizes);
+  EXPECT_EQ(c4.gate.sizes->hi, (8 << 20) - 16);
+  const auto& c8n = m[(8 - 1) * 2 + 1];  // ws 8, NVLink
+  EXPECT_EQ(c8n.gate.state, solve::GateState::Admitted);
+  bool one = false, two = false;
+  for (const auto& p : c8n.dispatch) {
+    if (p.kind == LeafKind::Launch && p.kernel == "one_stage") one = p.sizes.hi == 256 * 1024 - 1;
+    if (p.kind == LeafKind::Launch && p.kernel == "two_stage") two = p.sizes.lo == 256 * 1024 && p.sizes.unbounded();
+  }
+  EXPECT_TRUE(one);
+  EXPECT_TRUE(two);
+  EXPECT_EQ(m[0].gate.state, solve::GateState::Blocked);  // ws 1
+}
+
+TEST(Solver, OpaquePreconditionThrowsAreNotFindings) {
+  // The dispatch throws when an opaque precondition fails; Python cannot see
+  // it, so it must not become LG002.
+  auto fs = check(gate(false, false), dispatch());
+  for (const auto& f : fs) EXPECT_NE(f.rule, "LG002");
+}
+
+TEST(Solver, UndecidedQueriesBecomeFindingsNotSilence) {
+  solve::UndecidedError e({6, false}, "gap: Z3 gave up (timeout)");
+  auto f = checks::undecidedFinding(e, "LG001");
+  EXPECT_EQ(f.rule, "LG007");
+  EXPECT_EQ(f.severity, Severity::Warning);
+  EXPECT_EQ(*f.config.world_size, 6);
+  EXPECT_NE(f.message.find("world size 6, no NVLink"), std::string::npos);
+  EXPECT_NE(f.message.find("LG001"), std::string::npos);
+}

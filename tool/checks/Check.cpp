@@ -1,0 +1,113 @@
+#include "checks/Check.h"
+
+#include <algorithm>
+
+#include "checks/Registry.h"
+
+namespace layergate::checks {
+
+std::unique_ptr<Check> makeNoKernelCheck();
+std::unique_ptr<Check> makeDispatchThrowsCheck();
+
+const std::vector<RuleInfo>& allRules() {
+  static const std::vector<RuleInfo> rules = {
+      {"LG001", "admitted-no-kernel", model::Severity::Error,
+       "The Python gate admits a configuration for which the C++ dispatch launches no kernel"},
+      {"LG002", "admitted-dispatch-throws", model::Severity::Error,
+       "The Python gate admits a configuration for which the C++ dispatch throws"},
+      {"LG007", "undecided", model::Severity::Warning,
+       "The solver could not decide a configuration within its time limit"},
+  };
+  return rules;
+}
+
+const RuleInfo* findRule(const std::string& id) {
+  for (const auto& r : allRules())
+    if (r.id == id) return &r;
+  return nullptr;
+}
+
+const std::vector<std::unique_ptr<Check>>& allChecks() {
+  static const std::vector<std::unique_ptr<Check>> checks = [] {
+    std::vector<std::unique_ptr<Check>> v;
+    v.push_back(makeNoKernelCheck());
+    v.push_back(makeDispatchThrowsCheck());
+    return v;
+  }();
+  return checks;
+}
+
+std::vector<model::Finding> runChecks(const CheckContext& ctx) {
+  std::vector<model::Finding> out;
+  for (const auto& c : allChecks()) c->check(ctx, out);
+  std::stable_sort(out.begin(), out.end(), [](const model::Finding& a, const model::Finding& b) {
+    auto key = [](const model::Finding& f) {
+      return std::make_tuple(f.config.world_size.value_or(0), f.config.full_nvlink.value_or(false), f.rule);
+    };
+    return key(a) < key(b);
+  });
+  return out;
+}
+
+namespace {
+
+std::string cellText(const solve::Cell& c) {
+  return "world size " + std::to_string(c.world_size) + (c.full_nvlink ? " with NVLink" : " without NVLink");
+}
+
+model::Location with(model::Location l, std::string role, std::string note) {
+  l.role = std::move(role);
+  l.note = std::move(note);
+  return l;
+}
+
+}  // namespace
+
+model::Finding gapFinding(const RuleInfo& rule, const solve::Gap& gap, const CheckContext& ctx) {
+  model::Finding f;
+  f.rule = rule.id;
+  f.severity = rule.severity;
+  f.config = gap.counterexample;
+
+  std::string when = gap.counterexample.env.empty() ? "" : " when " + solve::describeEnv(gap.counterexample.env);
+  std::string what = gap.kind == solve::GapKind::NoKernel
+                         ? "the C++ dispatch launches no kernel, so the output is never written"
+                         : "the C++ dispatch throws";
+  if (gap.kind == solve::GapKind::Throws && gap.leaf && !gap.leaf->text.empty())
+    what += " (\"" + gap.leaf->text + "\")";
+  f.message = cellText(gap.cell) + ": the Python gate admits the custom all-reduce" + when + " for " +
+              gap.sizes.str() + ", but " + what;
+
+  // Primary location: the Python line that admits the counterexample.
+  const model::Location& primary = gap.admit ? gap.admit->where
+                                   : ctx.gate.enabling.valid() ? ctx.gate.enabling
+                                                               : ctx.gate.class_loc;
+  f.locations.push_back(with(primary, "gate", gap.admit ? "admits: " + gap.admit->text : "gate enabled here"));
+  for (const auto* r : gap.opened)
+    f.locations.push_back(with(r->where, "gate", "check opened by " + solve::describeEnv(gap.counterexample.env) +
+                                                     ": " + r->text));
+  if (gap.leaf) {
+    std::string why = gap.kind == solve::GapKind::NoKernel ? "no kernel on this path: " + gap.leaf->text
+                                                           : "throws here";
+    f.locations.push_back(with(gap.leaf->spelling, "dispatch", why));
+    if (gap.leaf->expansion.valid() &&
+        (gap.leaf->expansion.file != gap.leaf->spelling.file || gap.leaf->expansion.line != gap.leaf->spelling.line))
+      f.locations.push_back(with(gap.leaf->expansion, "expansion", "expanded from here"));
+  } else if (ctx.dispatch.where.valid()) {
+    f.locations.push_back(with(ctx.dispatch.where, "dispatch", "dispatch function"));
+  }
+  return f;
+}
+
+model::Finding undecidedFinding(const solve::UndecidedError& e, const std::string& rule_id) {
+  model::Finding f;
+  const RuleInfo* r = findRule("LG007");
+  f.rule = r->id;
+  f.severity = r->severity;
+  f.config.world_size = e.cell.world_size;
+  f.config.full_nvlink = e.cell.full_nvlink;
+  f.message = "undecided for " + rule_id + ": " + e.what() + "; raise --timeout-ms to decide it";
+  return f;
+}
+
+}  // namespace layergate::checks

@@ -1,0 +1,81 @@
+#include "cli/Analysis.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "checks/Check.h"
+#include "model/Errors.h"
+#include "python/PythonFrontend.h"
+
+namespace layergate::driver {
+
+namespace fs = std::filesystem;
+
+std::string readSource(const std::string& path, std::size_t max_bytes) {
+  std::error_code ec;
+  auto st = fs::status(path, ec);
+  if (ec || !fs::exists(st)) throw InputError(path + ": no such file");
+  if (fs::is_directory(st)) throw InputError(path + ": is a directory, expected a file");
+  if (!fs::is_regular_file(st)) throw InputError(path + ": not a regular file");
+  auto size = fs::file_size(path, ec);
+  if (!ec && size > max_bytes)
+    throw InputError(path + ": file is " + std::to_string(size) + " bytes, over the limit of " +
+                     std::to_string(max_bytes) + " (--max-file-bytes)");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path + ": cannot read file (permission denied?)");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) throw InputError(path + ": read error");
+  return ss.str();
+}
+
+target::Target selectTarget(const std::string& rules_dir, const std::string& name) {
+  auto targets = target::loadTargets(rules_dir.empty() ? target::defaultRulesDir() : rules_dir);
+  std::string want = name.empty() ? "custom-allreduce" : name;
+  for (auto& t : targets)
+    if (t.name == want) return t;
+  if (name.empty()) return targets.front();
+  std::string names;
+  for (const auto& t : targets) names += (names.empty() ? "" : ", ") + t.name;
+  throw InputError("unknown target '" + name + "' (known: " + names + ")");
+}
+
+report::Result analyse(const Request& req) {
+  if (req.python_files.empty()) throw InputError("no Python gate file given (--python FILE)");
+  if (req.cpp_files.empty()) throw InputError("no C++ dispatch file given (--cpp FILE)");
+  target::Target tgt = selectTarget(req.rules_dir, req.target);
+
+  report::Result r;
+  r.target = tgt.name;
+  r.python_files = req.python_files;
+  r.cpp_files = req.cpp_files;
+
+  // The gate lives in one of the Python files; the first that holds the class wins.
+  python::Limits limits;
+  limits.max_bytes = req.max_file_bytes;
+  std::string first_error;
+  bool found = false;
+  for (const auto& path : req.python_files) {
+    python::SourceFile src{path, readSource(path, req.max_file_bytes)};
+    try {
+      r.gate = python::extractGate(src, tgt.python, limits);
+      found = true;
+      break;
+    } catch (const InputError& e) {
+      if (first_error.empty()) first_error = e.what();
+    }
+  }
+  if (!found) throw InputError(first_error);
+
+  for (const auto& path : req.cpp_files) readSource(path, req.max_file_bytes);  // existence, size
+  r.dispatch = cpp::extractDispatch(req.cpp_files, tgt.cpp, req.cpp);
+
+  solve::Solver solver(r.gate, r.dispatch, req.solve);
+  checks::CheckContext ctx{r.gate, r.dispatch, solver};
+  r.findings = checks::runChecks(ctx);
+  r.matrix = solver.matrix();
+  return r;
+}
+
+}  // namespace layergate::driver

@@ -1,0 +1,34 @@
+// The driver: runs the pipeline stages in order for one check request.
+//
+// Takes: the files, the target and options. Returns: a report::Result.
+// Throws InputError for bad input (the CLI turns it into exit status 2).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "cpp/CppFrontend.h"
+#include "report/Report.h"
+#include "solve/Solver.h"
+#include "target/Target.h"
+
+namespace layergate::driver {
+
+struct Request {
+  std::vector<std::string> python_files;
+  std::vector<std::string> cpp_files;
+  std::string target;     // empty: the default target
+  std::string rules_dir;  // empty: target::defaultRulesDir()
+  cpp::ParseOptions cpp;
+  solve::Options solve;
+  std::size_t max_file_bytes = 8u << 20;
+};
+
+target::Target selectTarget(const std::string& rules_dir, const std::string& name);
+report::Result analyse(const Request& request);
+
+// Reads a whole file; InputError (one line) when it is missing, not a regular
+// file, unreadable or larger than max_bytes.
+std::string readSource(const std::string& path, std::size_t max_bytes);
+
+}  // namespace layergate::driver

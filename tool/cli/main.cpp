@@ -1,0 +1,157 @@
+// layergate command line.
+//
+// Exit statuses (stable, for CI):
+//   0  no finding at or above --fail-on (default: error)
+//   1  findings at or above --fail-on
+//   2  bad usage or bad input (one-line reason on stderr)
+//   3  internal error (a bug in layergate; please report it)
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <iostream>
+
+#include "checks/Check.h"
+#include "cli/Analysis.h"
+#include "model/Errors.h"
+#include "report/Report.h"
+
+namespace {
+
+using namespace layergate;
+
+constexpr int kExitClean = 0;
+constexpr int kExitFindings = 1;
+constexpr int kExitUsage = 2;
+constexpr int kExitInternal = 3;
+
+struct CheckArgs {
+  driver::Request req;
+  std::string format = "text";
+  std::string fail_on = "error";
+  std::string color = "auto";
+  bool no_matrix = false;
+};
+
+int runCheck(const CheckArgs& a) {
+  report::Result r = driver::analyse(a.req);
+  if (a.format == "json") {
+    std::cout << report::renderJson(r);
+  } else {
+    report::TextOptions o;
+    o.color = a.color == "always" || (a.color == "auto" && isatty(STDOUT_FILENO));
+    o.matrix = !a.no_matrix;
+    std::cout << report::renderText(r, o);
+  }
+  std::cout.flush();
+  if (a.fail_on == "never") return kExitClean;
+  auto sev = a.fail_on == "warning" ? model::Severity::Warning : model::Severity::Error;
+  return report::countAtLeast(r, sev) > 0 ? kExitFindings : kExitClean;
+}
+
+int runExplain(const std::string& id) {
+  std::string key = id;
+  for (auto& c : key) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  const auto& docs = report::ruleDocs();
+  auto it = docs.find(key);
+  if (it == docs.end() || !checks::findRule(key)) {
+    std::string known;
+    for (const auto& r : checks::allRules()) known += (known.empty() ? "" : ", ") + r.id;
+    throw InputError("unknown rule '" + id + "' (known: " + known + ")");
+  }
+  std::cout << it->second;
+  return kExitClean;
+}
+
+int runRules() {
+  for (const auto& r : checks::allRules())
+    std::cout << fmt::format("{}  {:<8} {:<26} {}\n", r.id, model::severityName(r.severity), r.name, r.summary);
+  return kExitClean;
+}
+
+int runTargets(const std::string& rules_dir) {
+  auto targets = target::loadTargets(rules_dir.empty() ? target::defaultRulesDir() : rules_dir);
+  for (const auto& t : targets) std::cout << fmt::format("{:<24} {}\n", t.name, t.description);
+  return kExitClean;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"layergate: verifies layered gates — a Python gate that admits a fast path and the\n"
+               "C++/CUDA dispatch that picks its kernel — and reports every configuration the\n"
+               "gate admits but no kernel serves (first target: the custom all-reduce of SGLang and vLLM).",
+               "layergate"};
+  app.set_version_flag("--version", std::string("layergate ") + LAYERGATE_VERSION);
+  app.require_subcommand(1);
+  app.footer("Exit status: 0 clean, 1 findings (see --fail-on), 2 bad usage or input, 3 internal error.\n"
+             "Run 'layergate explain LG001' for a rule's documentation.");
+
+  CheckArgs ca;
+  std::string rules_dir;
+  auto* check = app.add_subcommand("check", "Check a Python gate against a C++ dispatch");
+  check->add_option("--python,-p", ca.req.python_files, "Python gate module (custom_all_reduce.py)")->required()->type_name("FILE");
+  check->add_option("--cpp,-c", ca.req.cpp_files, "C++/CUDA dispatch header or source (custom_all_reduce.cuh); repeatable")
+      ->required()
+      ->type_name("FILE");
+  check->add_option("--format,-f", ca.format, "Output format")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
+  check->add_option("--fail-on", ca.fail_on, "Lowest severity that makes the exit status 1")
+      ->check(CLI::IsMember({"error", "warning", "never"}))
+      ->capture_default_str();
+  check->add_option("--target", ca.req.target, "Target description to use (see 'layergate targets')");
+  check->add_option("--rules", rules_dir, "Rules directory (default: $LAYERGATE_RULES or the bundled rules/)")->type_name("DIR");
+  check->add_option("--timeout-ms", ca.req.solve.timeout_ms, "Solver time limit per query, in milliseconds")->capture_default_str();
+  check->add_option("--max-world-size", ca.req.solve.max_world_size, "Largest world size in the configuration matrix")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  check->add_option("--max-file-bytes", ca.req.max_file_bytes, "Refuse input files larger than this")->capture_default_str();
+  check->add_flag("--cuda-sdk", ca.req.cpp.real_cuda_sdk, "Parse with the real CUDA SDK headers instead of the bundled stubs");
+  check->add_option("--cuda-path", ca.req.cpp.cuda_path, "CUDA SDK location for --cuda-sdk")->capture_default_str();
+  check->add_option("-I", ca.req.cpp.include_dirs, "Extra include directory for the C++ files")->type_name("DIR");
+  check->add_flag("--no-matrix", ca.no_matrix, "Text output: leave out the configuration matrix");
+  check->add_option("--color", ca.color, "Colour in text output")->check(CLI::IsMember({"auto", "always", "never"}))->capture_default_str();
+
+  auto* explain = app.add_subcommand("explain", "Print a rule's documentation");
+  std::string rule_id;
+  explain->add_option("RULE", rule_id, "Rule id, e.g. LG001")->required();
+
+  auto* rules = app.add_subcommand("rules", "List every rule");
+  auto* targets = app.add_subcommand("targets", "List the target descriptions in the rules directory");
+  targets->add_option("--rules", rules_dir, "Rules directory")->type_name("DIR");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "layergate: error: " << e.what() << " (see --help)\n";
+    return kExitUsage;
+  }
+
+  try {
+    if (*check) {
+      ca.req.rules_dir = rules_dir;
+      return runCheck(ca);
+    }
+    if (*explain) return runExplain(rule_id);
+    if (*rules) return runRules();
+    if (*targets) return runTargets(rules_dir);
+  } catch (const InputError& e) {
+    std::cout.flush();
+    std::cerr << "layergate: error: " << e.what() << "\n";
+    return kExitUsage;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "layergate: error: out of memory\n";
+    return kExitUsage;
+  } catch (const std::exception& e) {
+    std::cerr << "layergate: internal error: " << e.what() << "\n";
+    return kExitInternal;
+  }
+  return kExitUsage;
+}

@@ -1,0 +1,93 @@
+#include <nlohmann/json.hpp>
+
+#include "report/Report.h"
+
+namespace layergate::report {
+namespace {
+
+using nlohmann::json;
+
+json locJson(const model::Location& l) {
+  json j = {{"file", l.file}, {"line", l.line}, {"role", l.role}};
+  if (l.col > 0) j["column"] = l.col;
+  if (!l.note.empty()) j["note"] = l.note;
+  return j;
+}
+
+json rangeJson(const solve::SizeRange& r) {
+  return {{"min_nbytes", r.lo}, {"max_nbytes", r.unbounded() ? json(nullptr) : json(r.hi)}, {"text", r.str()}};
+}
+
+const char* leafKind(model::LeafKind k) {
+  switch (k) {
+    case model::LeafKind::Launch: return "launch";
+    case model::LeafKind::Throw: return "throw";
+    case model::LeafKind::None: return "none";
+  }
+  return "?";
+}
+
+}  // namespace
+
+std::string renderJson(const Result& r) {
+  json findings = json::array();
+  for (const auto& f : r.findings) {
+    json env = json::object();
+    for (const auto& [k, v] : f.config.env) env[k] = v ? json(*v) : json(nullptr);
+    json assumed = json::object();
+    for (const auto& [k, v] : f.config.assumed) assumed[k] = v;
+    json cfg = {{"world_size", f.config.world_size ? json(*f.config.world_size) : json(nullptr)},
+                {"full_nvlink", f.config.full_nvlink ? json(*f.config.full_nvlink) : json(nullptr)},
+                {"nbytes", f.config.nbytes ? json(*f.config.nbytes) : json(nullptr)},
+                {"env", env},
+                {"assumed", assumed}};
+    json locs = json::array();
+    for (const auto& l : f.locations) locs.push_back(locJson(l));
+    json jf = {{"rule", f.rule}, {"severity", model::severityName(f.severity)}, {"message", f.message},
+               {"config", cfg}, {"locations", locs}};
+    if (!f.trace.empty()) {
+      json t = json::array();
+      for (const auto& h : f.trace) t.push_back({{"hop", h.hop}, {"file", h.where.file}, {"line", h.where.line}});
+      jf["trace"] = t;
+    }
+    findings.push_back(jf);
+  }
+  json matrix = json::array();
+  for (const auto& v : r.matrix) {
+    json gate = {{"state", solve::gateStateName(v.gate.state)}};
+    if (!v.gate.condition.empty()) gate["condition"] = v.gate.condition;
+    if (!v.gate.env.empty()) {
+      json env = json::object();
+      for (const auto& [k, val] : v.gate.env) env[k] = val ? json(*val) : json(nullptr);
+      gate["env"] = env;
+    }
+    if (v.gate.sizes) gate["sizes"] = rangeJson(*v.gate.sizes);
+    json dispatch = json::array();
+    for (const auto& p : v.dispatch) {
+      json d = {{"kind", leafKind(p.kind)}, {"sizes", rangeJson(p.sizes)}, {"file", p.where.file}, {"line", p.where.line}};
+      if (p.kind == model::LeafKind::Launch) d["kernel"] = p.kernel; else d["reason"] = p.kernel;
+      dispatch.push_back(d);
+    }
+    json m = {{"world_size", v.cell.world_size}, {"full_nvlink", v.cell.full_nvlink}, {"gate", gate}, {"dispatch", dispatch}};
+    if (v.undecided) m["undecided"] = v.undecided_reason;
+    matrix.push_back(m);
+  }
+  json opaques = json::array();
+  for (const auto& o : r.gate.opaques) opaques.push_back({{"text", o.text}, {"file", o.where.file}, {"line", o.where.line}, {"layer", "python"}});
+  for (const auto& o : r.dispatch.opaques) opaques.push_back({{"text", o.text}, {"file", o.where.file}, {"line", o.where.line}, {"layer", "cpp"}});
+  json notes = json::array();
+  for (const auto& n : r.gate.notes) notes.push_back(n);
+  for (const auto& n : r.dispatch.notes) notes.push_back(n);
+  json out = {{"tool", {{"name", "layergate"}, {"version", LAYERGATE_VERSION}}},
+              {"target", r.target},
+              {"inputs", {{"python", r.python_files}, {"cpp", r.cpp_files}}},
+              {"findings", findings},
+              {"matrix", matrix},
+              {"opaque", opaques},
+              {"notes", notes},
+              {"summary", {{"errors", countAtLeast(r, model::Severity::Error)},
+                           {"warnings", countAtLeast(r, model::Severity::Warning) - countAtLeast(r, model::Severity::Error)}}}};
+  return out.dump(2) + "\n";
+}
+
+}  // namespace layergate::report

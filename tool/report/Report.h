@@ -1,0 +1,44 @@
+// Reports: what an analysis found, rendered for people (clang-style text and
+// the configuration matrix) and for scripts (JSON).
+//
+// Takes: a Result (filled by the driver). Returns: text. Knows nothing about
+// how the result was computed.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "model/Model.h"
+#include "solve/Solver.h"
+
+namespace layergate::report {
+
+struct Result {
+  std::string target;
+  std::vector<std::string> python_files;
+  std::vector<std::string> cpp_files;
+  model::Gate gate;
+  model::Dispatch dispatch;
+  std::vector<model::Finding> findings;
+  std::vector<solve::CellVerdict> matrix;
+};
+
+struct TextOptions {
+  bool color = false;
+  bool matrix = true;
+  bool details = true;  // counterexample lines and assumptions under each finding
+};
+
+std::string renderText(const Result& r, const TextOptions& o = {});
+std::string renderJson(const Result& r);
+
+// Count of findings at or above a severity (for exit statuses).
+int countAtLeast(const Result& r, model::Severity s);
+
+}  // namespace layergate::report
+
+namespace layergate::report {
+// docs/rules/<ID>.md, embedded at build time: id -> markdown.
+const std::map<std::string, std::string>& ruleDocs();
+}  // namespace layergate::report

@@ -1,0 +1,123 @@
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "report/Report.h"
+
+namespace layergate::report {
+namespace {
+
+std::string loc(const model::Location& l) {
+  return l.col > 0 ? fmt::format("{}:{}:{}", l.file, l.line, l.col) : fmt::format("{}:{}", l.file, l.line);
+}
+
+std::string configText(const model::Config& c) {
+  std::string s;
+  if (c.world_size) s += fmt::format("world_size={}", *c.world_size);
+  if (c.full_nvlink) s += fmt::format(" full_nvlink={}", *c.full_nvlink ? "true" : "false");
+  if (c.nbytes) s += fmt::format(" nbytes={}", *c.nbytes);
+  for (const auto& [k, v] : c.env) s += v ? fmt::format(" {}={}", k, *v) : fmt::format(" {} unset", k);
+  return s;
+}
+
+std::string gateCell(const solve::CellVerdict& v) {
+  using solve::GateState;
+  switch (v.gate.state) {
+    case GateState::Blocked: return "blocked";
+    case GateState::Undecided: return "undecided";
+    case GateState::Admitted:
+      return "admitted" + (v.gate.sizes ? " " + v.gate.sizes->str() : "");
+    case GateState::AdmittedWhen:
+      return "admitted when " + v.gate.condition + (v.gate.sizes ? ", " + v.gate.sizes->str() : "");
+  }
+  return "?";
+}
+
+std::string dispatchCell(const solve::CellVerdict& v) {
+  // Only what can run for some value of the dispatch's own preconditions;
+  // launches first, then fall-throughs and throws.
+  std::vector<std::string> parts;
+  for (int pass = 0; pass < 3; ++pass) {
+    for (const auto& p : v.dispatch) {
+      int want = p.kind == model::LeafKind::Launch ? 0 : p.kind == model::LeafKind::None ? 1 : 2;
+      if (want != pass) continue;
+      std::string what = pass == 0 ? p.kernel : pass == 1 ? "no kernel" : "throw";
+      std::string s = fmt::format("{} ({})", what, p.sizes.str());
+      if (std::find(parts.begin(), parts.end(), s) == parts.end()) parts.push_back(s);
+    }
+  }
+  if (parts.empty()) return "-";
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : "; ") + p;
+  return out;
+}
+
+}  // namespace
+
+int countAtLeast(const Result& r, model::Severity s) {
+  return static_cast<int>(std::count_if(r.findings.begin(), r.findings.end(), [&](const model::Finding& f) {
+    return static_cast<int>(f.severity) <= static_cast<int>(s);
+  }));
+}
+
+std::string renderText(const Result& r, const TextOptions& o) {
+  std::string out;
+  auto paint = [&](const char* code, const std::string& s) {
+    return o.color ? fmt::format("\033[{}m{}\033[0m", code, s) : s;
+  };
+  for (const auto& f : r.findings) {
+    const char* sev = model::severityName(f.severity);
+    std::string where = f.locations.empty() ? (r.python_files.empty() ? std::string("layergate") : r.python_files[0])
+                                            : loc(f.locations[0]);
+    out += fmt::format("{}: {}: {} [{}]\n", paint("1", where),
+                       paint(f.severity == model::Severity::Error ? "1;31" : "1;35", sev), f.message, f.rule);
+    if (!f.locations.empty() && !f.locations[0].note.empty())
+      out += fmt::format("{}: {}: {}\n", loc(f.locations[0]), paint("1;36", "note"), f.locations[0].note);
+    for (size_t i = 1; i < f.locations.size(); ++i)
+      out += fmt::format("{}: {}: {}\n", loc(f.locations[i]), paint("1;36", "note"), f.locations[i].note);
+    if (o.details && (f.config.world_size || !f.config.env.empty())) {
+      out += fmt::format("    counterexample: {}\n", configText(f.config));
+      if (!f.config.assumed.empty()) {
+        std::string a;
+        for (const auto& [k, v] : f.config.assumed) a += (a.empty() ? "" : ", ") + k + "=" + v;
+        out += fmt::format("    assuming: {}\n", a);
+      }
+    }
+  }
+  if (o.details) {
+    for (const auto& n : r.dispatch.notes) out += fmt::format("layergate: note: {}\n", n);
+    for (const auto& n : r.gate.notes) out += fmt::format("layergate: note: {}\n", n);
+  }
+  if (o.matrix && !r.matrix.empty()) {
+    out += "\nConfiguration matrix (gate: Python admission; dispatch: C++ kernel per message size)\n";
+    size_t w = 4;
+    std::vector<std::string> gates;
+    for (const auto& v : r.matrix) gates.push_back(gateCell(v)), w = std::max(w, gates.back().size());
+    out += fmt::format("  {:<5} {:<6} {:<{}}  {}\n", "ws", "nvlink", "gate", w, "dispatch");
+    for (size_t i = 0; i < r.matrix.size(); ++i) {
+      const auto& v = r.matrix[i];
+      std::string mark;
+      for (const auto& f : r.findings)
+        if (f.config.world_size == v.cell.world_size && f.config.full_nvlink == v.cell.full_nvlink)
+          mark += (mark.empty() ? "  <- " : ", ") + f.rule;
+      out += fmt::format("  {:<5} {:<6} {:<{}}  {}{}\n", v.cell.world_size, v.cell.full_nvlink ? "yes" : "no",
+                         gates[i], w, dispatchCell(v), paint("1;31", mark));
+    }
+    std::vector<std::string> assumed;
+    for (const auto& op : r.gate.opaques) assumed.push_back(op.text);
+    if (!assumed.empty()) {
+      std::sort(assumed.begin(), assumed.end());
+      assumed.erase(std::unique(assumed.begin(), assumed.end()), assumed.end());
+      std::string a;
+      for (const auto& s : assumed) a += (a.empty() ? "" : ", ") + s;
+      out += fmt::format("  gate conditions not interpreted (free in the analysis): {}\n", a);
+    }
+  }
+  int errors = countAtLeast(r, model::Severity::Error);
+  int warnings = countAtLeast(r, model::Severity::Warning) - errors;
+  out += fmt::format("\n{} error{}, {} warning{}\n", errors, errors == 1 ? "" : "s", warnings, warnings == 1 ? "" : "s");
+  return out;
+}
+
+}  // namespace layergate::report

@@ -1,0 +1,527 @@
+#include "solve/Solver.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+
+#include <z3++.h>
+
+namespace layergate::solve {
+
+using model::Expr;
+using model::ExprPtr;
+using model::LeafKind;
+using model::Op;
+using model::Sort;
+using model::VarKind;
+
+namespace {
+
+std::string human(std::int64_t n) {
+  constexpr std::int64_t KiB = 1024, MiB = KiB * 1024, GiB = MiB * 1024;
+  if (n != 0 && n % GiB == 0) return std::to_string(n / GiB) + " GiB";
+  if (n != 0 && n % MiB == 0) return std::to_string(n / MiB) + " MiB";
+  if (n != 0 && n % KiB == 0) return std::to_string(n / KiB) + " KiB";
+  return std::to_string(n) + " B";
+}
+
+// Which layer a symbol belongs to. Config variables are shared; opaque and
+// probe symbols are private to their layer (the same text means different
+// things in Python and C++).
+enum class Side { Python, Cpp };
+
+}  // namespace
+
+std::string SizeRange::str() const {
+  std::string lo_s = human(lo);
+  if (unbounded()) return lo == 0 ? "any size" : ">= " + lo_s;
+  // Upper bounds are usually "< threshold"; print them that way when round.
+  std::string hi_s = (hi + 1) % 1024 == 0 ? "< " + human(hi + 1) : "<= " + human(hi);
+  return lo_s + " .. " + hi_s;
+}
+
+const char* gateStateName(GateState s) {
+  switch (s) {
+    case GateState::Blocked: return "blocked";
+    case GateState::Admitted: return "admitted";
+    case GateState::AdmittedWhen: return "admitted-when";
+    case GateState::Undecided: return "undecided";
+  }
+  return "?";
+}
+
+std::string describeEnv(const std::vector<std::pair<std::string, std::optional<std::string>>>& env) {
+  std::string out;
+  for (const auto& [name, value] : env) {
+    if (!out.empty()) out += ", ";
+    out += value ? name + "=" + *value : name + " unset";
+  }
+  return out;
+}
+
+static std::string cellName(const Cell& c) {
+  return "world size " + std::to_string(c.world_size) + (c.full_nvlink ? ", NVLink" : ", no NVLink");
+}
+
+UndecidedError::UndecidedError(const Cell& c, const std::string& why)
+    : std::runtime_error(cellName(c) + ": " + why), cell(c) {}
+
+struct Solver::Impl {
+  z3::context ctx;
+  Options opt;
+  std::map<std::string, z3::expr> vars;                 // z3 name -> constant
+  std::vector<std::string> env_names;                   // every env NAME seen
+  z3::expr_vector cpp_opaques{ctx};
+  z3::expr_vector py_opaques{ctx};
+  std::vector<std::string> py_opaque_names;             // parallel to py_opaques (display names)
+
+  // Strings are encoded as integers: every string constant in either model
+  // gets an id >= 1, and any other integer stands for "some other string".
+  // Gates only compare env values with constants, so this is exact, and it
+  // keeps every query in linear integer arithmetic (Z3's string theory is
+  // an order of magnitude slower on these queries).
+  std::map<std::string, int> str_ids;
+  std::vector<std::string> str_consts;  // id - 1 -> text
+
+  z3::expr ws{ctx}, nvl{ctx}, nbytes{ctx};
+  z3::expr domain{ctx};      // always-true facts about config variables
+  z3::expr gate{ctx};        // G
+  z3::expr launch_any{ctx};  // exists cpp-opaques. L
+  z3::expr none_any{ctx};    // exists cpp-opaques. N
+  z3::expr throw_any{ctx};   // exists cpp-opaques. T
+  std::vector<z3::expr> leaf_conds;   // per dispatch leaf, cpp opaques free
+  std::vector<z3::expr> admit_conds;  // per gate.admits
+  std::vector<z3::expr> reject_conds; // per gate.rejects
+
+  explicit Impl(Options o) : opt(o) {}
+
+  z3::expr var(const std::string& name, Sort sort, VarKind kind, Side side) {
+    std::string key = name;
+    if (kind != VarKind::Config) key = (side == Side::Python ? "py:" : "cpp:") + name;
+    key += sort == Sort::Bool ? "" : (sort == Sort::Int ? "#i" : "#s");
+    auto it = vars.find(key);
+    if (it != vars.end()) return it->second;
+    z3::expr v = sort == Sort::Bool ? ctx.bool_const(key.c_str()) : ctx.int_const(key.c_str());
+    vars.emplace(key, v);
+    if (kind != VarKind::Config) {
+      if (side == Side::Cpp) {
+        cpp_opaques.push_back(v);
+      } else {
+        py_opaques.push_back(v);
+        py_opaque_names.push_back(name);
+      }
+    } else {
+      std::string env = model::envNameOf(name);
+      if (!env.empty() && std::find(env_names.begin(), env_names.end(), env) == env_names.end())
+        env_names.push_back(env);
+    }
+    return v;
+  }
+
+  // Post-order, iterative: gate models can be deep and must not overflow the stack.
+  z3::expr translate(const ExprPtr& root, Side side) {
+    std::unordered_map<const Expr*, z3::expr> done;
+    std::vector<std::pair<const Expr*, bool>> stack{{root.get(), false}};
+    while (!stack.empty()) {
+      auto [e, expanded] = stack.back();
+      stack.pop_back();
+      if (done.count(e)) continue;
+      if (!expanded) {
+        stack.push_back({e, true});
+        for (const auto& a : e->args)
+          if (!done.count(a.get())) stack.push_back({a.get(), false});
+        continue;
+      }
+      auto arg = [&](size_t i) { return done.at(e->args[i].get()); };
+      z3::expr r(ctx);
+      switch (e->op) {
+        case Op::BoolConst: r = ctx.bool_val(e->b); break;
+        case Op::IntConst: r = ctx.int_val(static_cast<int64_t>(e->i)); break;
+        case Op::StrConst: r = ctx.int_val(strId(e->s)); break;
+        case Op::Var: r = var(e->s, e->sort, e->var_kind, side); break;
+        case Op::Not: r = !arg(0); break;
+        case Op::And: r = arg(0) && arg(1); break;
+        case Op::Or: r = arg(0) || arg(1); break;
+        case Op::Implies: r = z3::implies(arg(0), arg(1)); break;
+        case Op::Ite: r = z3::ite(arg(0), arg(1), arg(2)); break;
+        case Op::Eq: r = arg(0) == arg(1); break;
+        case Op::Ne: r = arg(0) != arg(1); break;
+        case Op::Lt: r = arg(0) < arg(1); break;
+        case Op::Le: r = arg(0) <= arg(1); break;
+        case Op::Gt: r = arg(0) > arg(1); break;
+        case Op::Ge: r = arg(0) >= arg(1); break;
+        case Op::Add: r = arg(0) + arg(1); break;
+        case Op::Sub: r = arg(0) - arg(1); break;
+        case Op::Mul: r = arg(0) * arg(1); break;
+        // Z3's div/mod are Euclidean; for the positive divisors gates use
+        // (16, a block size) they agree with Python's floor semantics.
+        case Op::Div: r = z3::expr(ctx, Z3_mk_div(ctx, arg(0), arg(1))); break;
+        case Op::Mod: r = z3::mod(arg(0), arg(1)); break;
+        case Op::Neg: r = -arg(0); break;
+        case Op::StrToInt: {
+          // int(s): the numeric constants map to their value; any other
+          // string to an unknown integer (one per converted expression).
+          std::string key = "int(" + e->args[0]->str() + ")";
+          z3::expr other = var(key, Sort::Int, VarKind::Opaque, side);
+          r = other;
+          for (size_t k = 0; k < str_consts.size(); ++k) {
+            auto n = model::StrToInt(model::StrC(str_consts[k]));
+            if (n->op == Op::IntConst) r = z3::ite(arg(0) == static_cast<int>(k + 1), ctx.int_val(static_cast<int64_t>(n->i)), r);
+          }
+          break;
+        }
+      }
+      done.emplace(e, r);
+    }
+    return done.at(root.get());
+  }
+
+  int strId(const std::string& v) {
+    auto it = str_ids.find(v);
+    if (it != str_ids.end()) return it->second;
+    str_consts.push_back(v);
+    return str_ids[v] = static_cast<int>(str_consts.size());
+  }
+
+  // Collects every string constant first, so that int(s) sees them all.
+  void collectStrings(const ExprPtr& root) {
+    std::vector<const Expr*> stack{root.get()};
+    std::set<const Expr*> seen;
+    while (!stack.empty()) {
+      const Expr* e = stack.back();
+      stack.pop_back();
+      if (!seen.insert(e).second) continue;
+      if (e->op == Op::StrConst) strId(e->s);
+      for (const auto& a : e->args) stack.push_back(a.get());
+    }
+  }
+
+  std::optional<std::string> strOf(const z3::expr& v) {
+    int64_t id = 0;
+    if (v.is_numeral_i64(id) && id >= 1 && id <= static_cast<int64_t>(str_consts.size())) return str_consts[id - 1];
+    return std::nullopt;
+  }
+
+  // exists cpp-opaques. f, with the quantifier eliminated when Z3 can.
+  z3::expr existsCpp(const z3::expr& f) {
+    if (cpp_opaques.empty()) return f;
+    z3::expr q = z3::exists(cpp_opaques, f);
+    try {
+      z3::goal g(ctx);
+      g.add(q);
+      z3::params p(ctx);
+      z3::tactic qe = z3::try_for(z3::tactic(ctx, "qe"), opt.timeout_ms);
+      z3::apply_result ar = qe(g);
+      if (ar.size() == 1) return ar[0].as_expr();
+    } catch (const z3::exception&) {
+    }
+    return q;
+  }
+
+  // One incremental solver for every query: creating a Z3 solver costs ~10 ms,
+  // a push/check/pop on a live one ~0.3 ms.
+  std::optional<z3::solver> live;
+  z3::solver& solver() {
+    if (!live) {
+      live.emplace(ctx);
+      z3::params p(ctx);
+      p.set("timeout", opt.timeout_ms);
+      live->set(p);
+      live->add(domain);
+    }
+    return *live;
+  }
+  // A query scope: push on entry, pop on exit.
+  struct Query {
+    z3::solver& s;
+    explicit Query(Impl& i) : s(i.solver()) { s.push(); }
+    ~Query() { s.pop(); }
+    Query(const Query&) = delete;
+    Query& operator=(const Query&) = delete;
+  };
+
+  z3::expr cellExpr(const Cell& c) { return ws == c.world_size && nvl == ctx.bool_val(c.full_nvlink); }
+
+  z3::expr envUnset() {
+    z3::expr r = ctx.bool_val(true);
+    for (const auto& n : env_names) r = r && !var(model::envSetVar(n), Sort::Bool, VarKind::Config, Side::Python);
+    return r;
+  }
+
+  // sat / unsat, or UndecidedError.
+  bool sat(z3::solver& s, const Cell& c, const char* what) {
+    switch (s.check()) {
+      case z3::sat: return true;
+      case z3::unsat: return false;
+      default: throw UndecidedError(c, std::string(what) + ": Z3 gave up (" + s.reason_unknown() + ")");
+    }
+  }
+
+  std::int64_t nbytesIn(z3::model& m) {
+    z3::expr v = m.eval(nbytes, true);
+    int64_t out = 0;
+    if (v.is_numeral_i64(out)) return out;
+    return 0;
+  }
+
+  // Smallest and largest nbytes satisfying f (which must be satisfiable).
+  // Everything is linear integer arithmetic, so Z3's optimiser finds the
+  // exact bounds in one call each; bisection is the fallback.
+  SizeRange sizeRange(const z3::expr& f, const Cell& c) {
+    auto extreme = [&](bool maximise) -> std::int64_t {
+      z3::optimize o(ctx);
+      z3::params p(ctx);
+      p.set("timeout", opt.timeout_ms);
+      o.set(p);
+      o.add(domain);
+      o.add(f);
+      z3::optimize::handle h = maximise ? o.maximize(nbytes) : o.minimize(nbytes);
+      if (o.check() == z3::sat) {
+        int64_t v = 0;
+        z3::expr b = maximise ? o.upper(h) : o.lower(h);
+        if (b.is_numeral_i64(v)) return v;
+      }
+      return bisect(f, c, maximise);
+    };
+    return SizeRange{extreme(false), extreme(true)};
+  }
+
+  std::int64_t bisect(const z3::expr& f, const Cell& c, bool maximise) {
+    Query q(*this);
+    z3::solver& s = q.s;
+    s.add(f);
+    if (!sat(s, c, "size range")) return 0;
+    z3::model m = s.get_model();
+    std::int64_t best = nbytesIn(m);
+    std::int64_t lo = maximise ? best : 0, hi = maximise ? kMaxBytes : best;
+    while (lo < hi) {
+      std::int64_t mid = maximise ? lo + (hi - lo + 1) / 2 : lo + (hi - lo) / 2;
+      s.push();
+      s.add(maximise ? nbytes >= ctx.int_val(static_cast<int64_t>(mid)) : nbytes <= ctx.int_val(static_cast<int64_t>(mid)));
+      if (sat(s, c, "size range")) {
+        z3::model mm = s.get_model();
+        std::int64_t v = nbytesIn(mm);
+        if (maximise) lo = std::max(mid, v); else hi = std::min(mid, v);
+      } else {
+        if (maximise) hi = mid - 1; else lo = mid + 1;
+      }
+      s.pop();
+    }
+    return lo;
+  }
+
+  // The env part of a model, smallest first: unset every variable that can be
+  // unset while f still holds (so the counterexample names only what matters).
+  std::vector<std::pair<std::string, std::optional<std::string>>> minimalEnv(const z3::expr& f, const Cell& c,
+                                                                              z3::model* out_model) {
+    Query q(*this);
+    z3::solver& s = q.s;
+    s.add(f);
+    if (!sat(s, c, "counterexample")) return {};
+    for (const auto& n : env_names) {
+      z3::expr set = var(model::envSetVar(n), Sort::Bool, VarKind::Config, Side::Python);
+      s.push();
+      s.add(!set);
+      if (sat(s, c, "counterexample")) {
+        s.pop();
+        s.add(!set);
+      } else {
+        s.pop();
+      }
+    }
+    if (!sat(s, c, "counterexample")) return {};
+    z3::model m = s.get_model();
+    std::vector<std::pair<std::string, std::optional<std::string>>> env;
+    for (const auto& n : env_names) {
+      z3::expr set = var(model::envSetVar(n), Sort::Bool, VarKind::Config, Side::Python);
+      if (!m.eval(set, true).is_true()) continue;
+      z3::expr v = m.eval(var(model::envVar(n), Sort::Str, VarKind::Config, Side::Python), true);
+      env.push_back({n, strOf(v).value_or("<any other value>")});
+    }
+    if (out_model) *out_model = m;
+    return env;
+  }
+
+  // A formula that pins the config part (ws, nvl, nbytes, env) of model m.
+  z3::expr pinConfig(z3::model& m) {
+    z3::expr r = ws == m.eval(ws, true) && nvl == m.eval(nvl, true) && nbytes == m.eval(nbytes, true);
+    for (const auto& n : env_names) {
+      z3::expr set = var(model::envSetVar(n), Sort::Bool, VarKind::Config, Side::Python);
+      z3::expr val = var(model::envVar(n), Sort::Str, VarKind::Config, Side::Python);
+      r = r && set == m.eval(set, true);
+      if (m.eval(set, true).is_true()) r = r && val == m.eval(val, true);
+    }
+    return r;
+  }
+};
+
+Solver::Solver(const model::Gate& gate, const model::Dispatch& dispatch, Options options)
+    : gate_(gate), dispatch_(dispatch), impl_(std::make_unique<Impl>(options)) {
+  Impl& I = *impl_;
+  I.ws = I.var(model::kWorldSize, Sort::Int, VarKind::Config, Side::Python);
+  I.nvl = I.var(model::kFullNvlink, Sort::Bool, VarKind::Config, Side::Python);
+  I.nbytes = I.var(model::kNbytes, Sort::Int, VarKind::Config, Side::Python);
+  I.domain = I.ws >= 1 && I.nbytes >= 0 && I.nbytes <= I.ctx.int_val(static_cast<int64_t>(kMaxBytes));
+  // Env variables both layers read are known up front, so minimalEnv sees them all.
+  for (const auto& n : gate.env_reads) I.var(model::envSetVar(n), Sort::Bool, VarKind::Config, Side::Python);
+  for (const auto& n : dispatch.env_reads) I.var(model::envSetVar(n), Sort::Bool, VarKind::Config, Side::Cpp);
+  I.collectStrings(gate.predicate());
+  for (const auto& a : gate.admits) I.collectStrings(a.condition);
+  for (const auto& r : gate.rejects) I.collectStrings(r.condition);
+  for (const auto& l : dispatch.leaves) I.collectStrings(l.condition);
+  I.gate = I.translate(gate.predicate(), Side::Python);
+  for (const auto& a : gate.admits) I.admit_conds.push_back(I.translate(a.condition, Side::Python));
+  for (const auto& r : gate.rejects) I.reject_conds.push_back(I.translate(r.condition, Side::Python));
+  z3::expr L = I.ctx.bool_val(false), N = I.ctx.bool_val(false), T = I.ctx.bool_val(false);
+  for (const auto& leaf : dispatch.leaves) {
+    z3::expr c = I.translate(leaf.condition, Side::Cpp);
+    I.leaf_conds.push_back(c);
+    (leaf.kind == LeafKind::Launch ? L : leaf.kind == LeafKind::Throw ? T : N) =
+        (leaf.kind == LeafKind::Launch ? L : leaf.kind == LeafKind::Throw ? T : N) || c;
+  }
+  I.launch_any = I.existsCpp(L);
+  I.none_any = I.existsCpp(N);
+  I.throw_any = I.existsCpp(T);
+}
+
+Solver::~Solver() = default;
+
+std::vector<Cell> Solver::cells() const {
+  std::vector<Cell> out;
+  for (int w = impl_->opt.min_world_size; w <= impl_->opt.max_world_size; ++w)
+    for (bool n : {false, true}) out.push_back({w, n});
+  return out;
+}
+
+const std::vector<CellVerdict>& Solver::matrix() {
+  if (matrix_) return *matrix_;
+  Impl& I = *impl_;
+  std::vector<CellVerdict> out;
+  for (const Cell& c : cells()) {
+    CellVerdict v;
+    v.cell = c;
+    try {
+      z3::expr admitted = I.gate && I.cellExpr(c);
+      Impl::Query q(I);
+      z3::solver& s = q.s;
+      s.add(admitted);
+      if (!I.sat(s, c, "gate")) {
+        v.gate.state = GateState::Blocked;
+      } else {
+        s.push();
+        s.add(I.envUnset());
+        bool plain = I.sat(s, c, "gate");
+        s.pop();
+        v.gate.state = plain ? GateState::Admitted : GateState::AdmittedWhen;
+        if (!plain) {
+          v.gate.env = I.minimalEnv(admitted, c, nullptr);
+          v.gate.condition = describeEnv(v.gate.env);
+        }
+        v.gate.sizes = I.sizeRange(plain ? admitted && I.envUnset() : admitted, c);
+      }
+      for (size_t i = 0; i < dispatch_.leaves.size(); ++i) {
+        const auto& leaf = dispatch_.leaves[i];
+        z3::expr f = I.leaf_conds[i] && I.cellExpr(c);
+        bool reach;
+        {
+          Impl::Query lq(I);
+          lq.s.add(f);
+          reach = I.sat(lq.s, c, "dispatch");
+        }
+        if (!reach) continue;
+        DispatchPart p;
+        p.kind = leaf.kind;
+        p.kernel = leaf.kind == LeafKind::Launch ? leaf.kernel : leaf.text;
+        p.sizes = I.sizeRange(f, c);
+        p.where = leaf.spelling;
+        v.dispatch.push_back(std::move(p));
+      }
+      // Leaves reachable only through opaque preconditions (buffer not
+      // registered, size not a multiple of the pack) are kept: the report
+      // shows them, the checks ignore them (see findGap).
+    } catch (const UndecidedError& e) {
+      v.undecided = true;
+      v.undecided_reason = e.what();
+      if (v.gate.state == GateState::Blocked) v.gate.state = GateState::Undecided;
+    }
+    out.push_back(std::move(v));
+  }
+  matrix_ = std::move(out);
+  return *matrix_;
+}
+
+std::optional<Gap> Solver::findGap(const Cell& c, GapKind kind) {
+  Impl& I = *impl_;
+  // NoKernel: admitted, no launch for any value of the dispatch's opaque
+  // conditions, and a fall-through reachable. Throws: admitted, no launch and
+  // no fall-through, so every way through throws.
+  z3::expr q = I.gate && I.cellExpr(c) && !I.launch_any &&
+               (kind == GapKind::NoKernel ? I.none_any : (!I.none_any && I.throw_any));
+  {
+    Impl::Query gq(I);
+    gq.s.add(q);
+    if (!I.sat(gq.s, c, "gap")) return std::nullopt;
+  }
+
+  Gap g;
+  g.kind = kind;
+  g.cell = c;
+  g.sizes = I.sizeRange(q, c);
+  // Prefer a counterexample at the low end of the gap: the smallest size is
+  // the one a user meets first.
+  z3::model m(I.ctx);
+  auto env = I.minimalEnv(q && I.nbytes == I.ctx.int_val(static_cast<int64_t>(g.sizes.lo)), c, &m);
+  g.counterexample.world_size = c.world_size;
+  g.counterexample.full_nvlink = c.full_nvlink;
+  g.counterexample.nbytes = g.sizes.lo;
+  // Python-side probes and opaques the admission relies on.
+  for (unsigned i = 0; i < I.py_opaques.size(); ++i) {
+    z3::expr v = m.eval(I.py_opaques[i], false);
+    if (v.is_true() || v.is_false()) {
+      g.counterexample.assumed.push_back({I.py_opaque_names[i], v.is_true() ? "true" : "false"});
+    } else if (v.is_numeral()) {
+      g.counterexample.assumed.push_back({I.py_opaque_names[i], v.to_string()});
+    }
+  }
+  g.counterexample.env = env;
+
+  // Which leaf, which admitting return, which constructor checks the env opens.
+  z3::expr pin = I.pinConfig(m);
+  auto reachable = [&](const z3::expr& f) {
+    Impl::Query rq(I);
+    rq.s.add(f && pin);
+    return rq.s.check() == z3::sat;
+  };
+  // Prefer a leaf whose condition depends on the configuration (the switch's
+  // default, the missing else) over one reached only through the dispatch's
+  // own preconditions (an unregistered buffer), which also "reach" it.
+  LeafKind want = kind == GapKind::NoKernel ? LeafKind::None : LeafKind::Throw;
+  auto configDependent = [](const model::Leaf& l) {
+    for (const auto& v : model::varsOf(l.condition))
+      if (v.kind == VarKind::Config) return true;
+    return false;
+  };
+  for (int pass = 0; pass < 2 && !g.leaf; ++pass)
+    for (size_t i = 0; i < dispatch_.leaves.size() && !g.leaf; ++i) {
+      const auto& l = dispatch_.leaves[i];
+      if (l.kind == want && (pass == 1 || configDependent(l)) && reachable(I.leaf_conds[i])) g.leaf = &l;
+    }
+  for (size_t i = 0; i < gate_.admits.size() && !g.admit; ++i)
+    if (m.eval(I.admit_conds[i], true).is_true()) g.admit = &gate_.admits[i];
+  if (!env.empty()) {
+    // A constructor check is "opened" by the env when, with this config but
+    // no env set, the check would stop the constructor.
+    z3::expr same = I.envUnset() && I.cellExpr(c) && I.nbytes == m.eval(I.nbytes, true);
+    for (unsigned i = 0; i < I.py_opaques.size(); ++i) same = same && I.py_opaques[i] == m.eval(I.py_opaques[i], true);
+    for (size_t i = 0; i < gate_.rejects.size(); ++i) {
+      Impl::Query oq(I);
+      oq.s.add(I.reject_conds[i] && same);
+      if (oq.s.check() == z3::sat && !m.eval(I.reject_conds[i], true).is_true()) g.opened.push_back(&gate_.rejects[i]);
+    }
+  }
+  return g;
+}
+
+}  // namespace layergate::solve

@@ -1,0 +1,120 @@
+// Solver: gate × dispatch in Z3.
+//
+// Takes: a Gate and a Dispatch over shared config variables. Returns: answers
+// to the questions the checks and the report ask, per configuration cell
+// (world size × NVLink): does the gate admit it (and under which env values,
+// up to which size), which kernel runs for which sizes, and is there a config
+// that the gate admits and the dispatch serves with no kernel or a throw (with
+// a concrete counterexample). Never reads source.
+//
+// Opaque symbols are existentially free: on the Python side "if this probe
+// can be true"; on the C++ side a launch counts as reachable if some value of
+// the dispatch's opaque conditions (capture status, registered buffer...)
+// reaches it, so that precondition checks the Python gate cannot see do not
+// become findings.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "model/Model.h"
+
+namespace layergate::solve {
+
+struct Cell {
+  int world_size = 0;
+  bool full_nvlink = false;
+};
+
+// Inclusive range of message sizes in bytes; hi == kUnbounded means no upper bound.
+inline constexpr std::int64_t kMaxBytes = std::int64_t(1) << 40;
+struct SizeRange {
+  std::int64_t lo = 0;
+  std::int64_t hi = 0;
+  bool unbounded() const { return hi >= kMaxBytes; }
+  std::string str() const;  // "16 B .. 8 MiB-16", "512 KiB .. inf"
+};
+
+enum class GateState { Blocked, Admitted, AdmittedWhen, Undecided };
+const char* gateStateName(GateState s);
+
+struct CellGate {
+  GateState state = GateState::Blocked;
+  std::string condition;             // AdmittedWhen: e.g. "SGLANG_FORCE_CUSTOM_AR_PCIE=1"
+  std::vector<std::pair<std::string, std::optional<std::string>>> env;  // the env that admits
+  std::optional<SizeRange> sizes;    // admitted message sizes
+};
+
+struct DispatchPart {
+  model::LeafKind kind;
+  std::string kernel;  // Launch: kernel; Throw: message; None: why
+  SizeRange sizes;
+  model::Location where;
+};
+
+enum class GapKind { NoKernel, Throws };
+
+struct Gap {
+  GapKind kind;
+  Cell cell;
+  model::Config counterexample;
+  SizeRange sizes;                          // gap message sizes in this cell
+  const model::Leaf* leaf = nullptr;        // the None/Throw leaf the counterexample reaches
+  const model::GateCheck* admit = nullptr;  // the per-call return that admits it
+  std::vector<const model::GateCheck*> opened;  // constructor checks that env values open
+};
+
+struct CellVerdict {
+  Cell cell;
+  CellGate gate;
+  std::vector<DispatchPart> dispatch;
+  bool undecided = false;   // a query ran out of time
+  std::string undecided_reason;
+};
+
+struct Options {
+  int min_world_size = 1;
+  int max_world_size = 8;
+  unsigned timeout_ms = 5000;  // per query
+};
+
+class Solver {
+ public:
+  Solver(const model::Gate& gate, const model::Dispatch& dispatch, Options options = {});
+  ~Solver();
+  Solver(const Solver&) = delete;
+  Solver& operator=(const Solver&) = delete;
+
+  std::vector<Cell> cells() const;
+  // The configuration matrix, one verdict per cell (computed once, cached).
+  const std::vector<CellVerdict>& matrix();
+  // A config in `cell` that the gate admits and for which the dispatch can
+  // reach no launch and: a fall-through (NoKernel) or only a throw (Throws).
+  // Throws UndecidedError when Z3 gives up.
+  std::optional<Gap> findGap(const Cell& cell, GapKind kind);
+
+  const model::Gate& gate() const { return gate_; }
+  const model::Dispatch& dispatch() const { return dispatch_; }
+
+ private:
+  struct Impl;
+  const model::Gate& gate_;
+  const model::Dispatch& dispatch_;
+  std::unique_ptr<Impl> impl_;
+  std::optional<std::vector<CellVerdict>> matrix_;
+};
+
+// Z3 answered "unknown" (timeout or incompleteness) for a query on a cell.
+class UndecidedError : public std::runtime_error {
+ public:
+  UndecidedError(const Cell& c, const std::string& why);
+  Cell cell;
+};
+
+std::string describeEnv(const std::vector<std::pair<std::string, std::optional<std::string>>>& env);
+
+}  // namespace layergate::solve
