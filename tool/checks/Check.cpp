@@ -68,6 +68,7 @@ model::Finding gapFinding(const RuleInfo& rule, const solve::Gap& gap, const Che
   f.rule = rule.id;
   f.severity = rule.severity;
   f.config = gap.counterexample;
+  f.sizes = model::ByteRange{gap.sizes.lo, gap.sizes.unbounded() ? -1 : gap.sizes.hi};
 
   std::string when = gap.counterexample.env.empty() ? "" : " when " + solve::describeEnv(gap.counterexample.env);
   std::string what = gap.kind == solve::GapKind::NoKernel

@@ -109,11 +109,18 @@ struct Config {
   std::vector<std::pair<std::string, std::string>> assumed;  // opaque/probe -> value
 };
 
+// Inclusive range of message sizes (bytes); hi < 0 means no upper bound.
+struct ByteRange {
+  std::int64_t lo = 0;
+  std::int64_t hi = -1;
+};
+
 struct Finding {
   std::string rule;      // "LG001"
   Severity severity = Severity::Error;
   std::string message;
   Config config;
+  std::optional<ByteRange> sizes;   // the gap's message sizes in its cell
   std::vector<Location> locations;  // first = primary (the Python gate line)
   std::vector<Hop> trace;
 };

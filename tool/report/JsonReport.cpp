@@ -45,6 +45,8 @@ std::string renderJson(const Result& r) {
     for (const auto& l : f.locations) locs.push_back(locJson(l));
     json jf = {{"rule", f.rule}, {"severity", model::severityName(f.severity)}, {"message", f.message},
                {"config", cfg}, {"locations", locs}};
+    if (f.sizes)
+      jf["sizes"] = {{"min_nbytes", f.sizes->lo}, {"max_nbytes", f.sizes->hi < 0 ? json(nullptr) : json(f.sizes->hi)}};
     if (!f.trace.empty()) {
       json t = json::array();
       for (const auto& h : f.trace) t.push_back({{"hop", h.hop}, {"file", h.where.file}, {"line", h.where.line}});

@@ -363,7 +363,8 @@ Solver::Solver(const model::Gate& gate, const model::Dispatch& dispatch, Options
   I.ws = I.var(model::kWorldSize, Sort::Int, VarKind::Config, Side::Python);
   I.nvl = I.var(model::kFullNvlink, Sort::Bool, VarKind::Config, Side::Python);
   I.nbytes = I.var(model::kNbytes, Sort::Int, VarKind::Config, Side::Python);
-  I.domain = I.ws >= 1 && I.nbytes >= 0 && I.nbytes <= I.ctx.int_val(static_cast<int64_t>(kMaxBytes));
+  // A zero-byte all-reduce writes nothing, so it cannot be a gap.
+  I.domain = I.ws >= 1 && I.nbytes >= 1 && I.nbytes <= I.ctx.int_val(static_cast<int64_t>(kMaxBytes));
   // Env variables both layers read are known up front, so minimalEnv sees them all.
   for (const auto& n : gate.env_reads) I.var(model::envSetVar(n), Sort::Bool, VarKind::Config, Side::Python);
   for (const auto& n : dispatch.env_reads) I.var(model::envSetVar(n), Sort::Bool, VarKind::Config, Side::Cpp);

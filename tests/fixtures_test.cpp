@@ -1,0 +1,138 @@
+// Golden tests over fixtures/: every folder with an expect.json is analysed
+// end to end (both frontends, solver, checks, report). The hand-written
+// expect.json states the verdict (which cells have which gap, the env that
+// opens it, the gap's sizes); golden.txt holds the full text report, so that
+// any change of wording, location or matrix shows up in review.
+// LAYERGATE_UPDATE_GOLDEN=1 rewrites golden.txt from the current output.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "cli/Analysis.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using namespace layergate;
+
+namespace {
+
+std::vector<std::string> fixtureNames() {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(LAYERGATE_FIXTURES))
+    if (fs::exists(e.path() / "expect.json")) out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Inputs of a fixture: expect.json may list them ("python": [...], "cpp":
+// [...]); by default the folder's *.py and *.cuh/*.cu/*.h files.
+void inputs(const std::string& name, const json& expect, driver::Request& req) {
+  std::string dir = std::string("fixtures/") + name + "/";
+  if (expect.contains("python")) {
+    for (const auto& p : expect["python"]) req.python_files.push_back(dir + p.get<std::string>());
+    for (const auto& p : expect["cpp"]) req.cpp_files.push_back(dir + p.get<std::string>());
+    return;
+  }
+  std::vector<std::string> py, cc;
+  for (const auto& e : fs::directory_iterator(fs::path(LAYERGATE_FIXTURES) / name)) {
+    auto ext = e.path().extension().string();
+    auto rel = dir + e.path().filename().string();
+    if (ext == ".py") py.push_back(rel);
+    if (ext == ".cuh" || ext == ".cu" || ext == ".h") cc.push_back(rel);
+  }
+  std::sort(py.begin(), py.end());
+  std::sort(cc.begin(), cc.end());
+  req.python_files = py;
+  req.cpp_files = cc;
+}
+
+class Fixture : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override { ASSERT_EQ(chdir(fs::path(LAYERGATE_FIXTURES).parent_path().c_str()), 0); }
+};
+
+TEST_P(Fixture, VerdictMatchesExpectAndGolden) {
+  const std::string name = GetParam();
+  json expect = json::parse(slurp(fs::path(LAYERGATE_FIXTURES) / name / "expect.json"));
+  driver::Request req;
+  inputs(name, expect, req);
+  report::Result r = driver::analyse(req);
+
+  // The verdict: exactly the expected (rule, world size, NVLink) cells.
+  std::set<std::tuple<std::string, int, bool>> got, want;
+  for (const auto& f : r.findings)
+    got.insert({f.rule, static_cast<int>(f.config.world_size.value_or(0)), f.config.full_nvlink.value_or(false)});
+  for (const auto& e : expect["findings"])
+    want.insert({e["rule"].get<std::string>(), e["world_size"].get<int>(), e["full_nvlink"].get<bool>()});
+  EXPECT_EQ(got, want) << report::renderText(r);
+
+  for (const auto& e : expect["findings"]) {
+    for (const auto& f : r.findings) {
+      if (f.rule != e["rule"] || f.config.world_size != e["world_size"].get<int>() ||
+          f.config.full_nvlink != e["full_nvlink"].get<bool>())
+        continue;
+      std::map<std::string, std::string> env;
+      for (const auto& [k, v] : f.config.env) env[k] = v.value_or("<unset>");
+      std::map<std::string, std::string> want_env;
+      if (e.contains("env"))
+        for (auto it = e["env"].begin(); it != e["env"].end(); ++it) want_env[it.key()] = it.value().get<std::string>();
+      // get_bool_env_var accepts several spellings; expect.json names one.
+      for (auto& [k, v] : env)
+        if (want_env.count(k) && (v == "true" || v == "True" || v == "TRUE" || v == "1") &&
+            (want_env[k] == "1" || want_env[k] == "true"))
+          v = want_env[k];
+      EXPECT_EQ(env, want_env) << f.message;
+      if (e.contains("nbytes_min")) {
+        ASSERT_TRUE(f.sizes);
+        EXPECT_EQ(f.sizes->lo, e["nbytes_min"].get<std::int64_t>()) << f.message;
+      }
+      if (e.contains("nbytes_max")) {
+        ASSERT_TRUE(f.sizes);
+        EXPECT_EQ(f.sizes->hi, e["nbytes_max"].get<std::int64_t>()) << f.message;
+      }
+      // Every finding points into both layers.
+      bool py = false, cc = false;
+      for (const auto& l : f.locations) {
+        py |= l.file.size() > 3 && l.file.compare(l.file.size() - 3, 3, ".py") == 0;
+        cc |= l.role == "dispatch";
+      }
+      EXPECT_TRUE(py && cc) << f.message;
+    }
+  }
+  int errors = report::countAtLeast(r, model::Severity::Error);
+  EXPECT_EQ(errors > 0 ? 1 : 0, expect.value("exit", 0));
+
+  // The whole text report, byte for byte.
+  report::TextOptions o;
+  std::string text = report::renderText(r, o);
+  fs::path golden = fs::path(LAYERGATE_FIXTURES) / name / "golden.txt";
+  const char* update = std::getenv("LAYERGATE_UPDATE_GOLDEN");
+  if (update && *update == '1') {
+    std::ofstream(golden, std::ios::binary) << text;
+  } else {
+    ASSERT_TRUE(fs::exists(golden)) << "no golden.txt; run with LAYERGATE_UPDATE_GOLDEN=1 and review it";
+    EXPECT_EQ(text, slurp(golden));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(All, Fixture, ::testing::ValuesIn(fixtureNames()),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           for (auto& c : n)
+                             if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+                           return n;
+                         });
+
+}  // namespace
