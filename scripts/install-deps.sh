@@ -22,6 +22,11 @@ fi
 if [ ! -f "$here/third_party/tree-sitter-python/node_modules/tree-sitter-python/src/parser.c" ]; then
   (cd "$here/third_party/tree-sitter-python" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
 fi
+# SARIF validation for the tests: the official schema and Microsoft's Multitool.
+if [ ! -f "$here/third_party/sarif/node_modules/@microsoft/sarif-multitool-linux/sarif-2.1.0.json" ]; then
+  (cd "$here/third_party/sarif" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
+fi
+chmod +x "$here/third_party/sarif/node_modules/@microsoft/sarif-multitool-linux/Sarif.Multitool" 2>/dev/null || true
 if [ -x /usr/local/cuda/bin/nvcc ]; then
   echo "install-deps: CUDA toolkit found at /usr/local/cuda (kernels will be compiled)" >&2
 else

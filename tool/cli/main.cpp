@@ -39,6 +39,8 @@ int runCheck(const CheckArgs& a) {
   report::Result r = driver::analyse(a.req);
   if (a.format == "json") {
     std::cout << report::renderJson(r);
+  } else if (a.format == "sarif") {
+    std::cout << report::renderSarif(r);
   } else {
     report::TextOptions o;
     o.color = a.color == "always" || (a.color == "auto" && isatty(STDOUT_FILENO));
@@ -96,7 +98,7 @@ int main(int argc, char** argv) {
   check->add_option("--cpp,-c", ca.req.cpp_files, "C++/CUDA dispatch header or source (custom_all_reduce.cuh); repeatable")
       ->required()
       ->type_name("FILE");
-  check->add_option("--format,-f", ca.format, "Output format")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
+  check->add_option("--format,-f", ca.format, "Output format")->check(CLI::IsMember({"text", "json", "sarif"}))->capture_default_str();
   check->add_option("--fail-on", ca.fail_on, "Lowest severity that makes the exit status 1")
       ->check(CLI::IsMember({"error", "warning", "never"}))
       ->capture_default_str();

@@ -32,6 +32,8 @@ struct TextOptions {
 
 std::string renderText(const Result& r, const TextOptions& o = {});
 std::string renderJson(const Result& r);
+// SARIF 2.1.0 (GitHub code scanning).
+std::string renderSarif(const Result& r);
 
 // Count of findings at or above a severity (for exit statuses).
 int countAtLeast(const Result& r, model::Severity s);
