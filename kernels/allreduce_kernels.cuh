@@ -115,7 +115,8 @@ __device__ __forceinline__ uint64_t word(uint32_t payload, uint32_t flag) {
 }
 
 struct Deadline {
-  uint64_t at;
+  uint64_t at;  // 0 until the first slow check: the fast path never reads the timer
+  int64_t timeout_ns;
   uint32_t* error;
 
   // Checked every 1024 spins. An error already recorded by another block of
@@ -123,7 +124,12 @@ struct Deadline {
   // rank, not one per wait.
   __device__ bool expired(uint32_t code) {
     if (ld_relaxed_gpu(error) != kErrNone) return true;
-    if (global_ns() > at) {
+    const uint64_t now = global_ns();
+    if (at == 0) {
+      at = now + static_cast<uint64_t>(timeout_ns);
+      return false;
+    }
+    if (now > at) {
       atomicCAS(error, kErrNone, code);
       return true;
     }
@@ -132,30 +138,47 @@ struct Deadline {
 };
 
 __device__ __forceinline__ Deadline deadline(const CallArgs& a) {
-  return Deadline{global_ns() + static_cast<uint64_t>(a.timeout_ns), &a.sig.p[a.rank]->error};
+  return Deadline{0, a.timeout_ns, &a.sig.p[a.rank]->error};
 }
 
-// This call's flag value. Every rank runs the same sequence of calls, so the
-// counters agree without talking to each other. The previous call's update
-// is visible here because kernels on one stream run one after another.
-__device__ __forceinline__ uint32_t call_epoch(const CallArgs& a) {
-  return ld_relaxed_gpu(&a.sig.p[a.rank]->epoch) + 1;
-}
+// Epochs. Every rank runs the same sequence of calls, so the counters agree
+// without talking to each other; the call's flag value is epoch + 1, read by
+// every block at its start. The previous call's update is visible then
+// because kernels on one stream run one after another.
+//
+// The update must not be seen by a block of the same call that starts late
+// (the grid may be larger than what is resident, and grid sizes change from
+// call to call). So each block, once it has read the epoch, increments an
+// arrival counter with acq_rel; the block that arrives last has observed
+// every other block's increment, hence every block's read, and only then
+// stores the new epoch. The increment is issued at the start and its result
+// used only at the end, so its round trip overlaps the data movement. A
+// one-block grid needs no counter.
+struct Epoch {
+  uint32_t e;        // this call's flag value
+  uint32_t arrived;  // arrival counter before this block (thread 0 only)
+};
 
-// The last block to finish publishes the new epoch. Every block read the
-// epoch before its own acq_rel increment of `done`, and the last block's
-// store comes after it observed all those increments, so no block of this
-// call can read the new value: the grid size may change from call to call.
-__device__ __forceinline__ void finish_call(const CallArgs& a, uint32_t e) {
-  __syncthreads();
+__device__ __forceinline__ Epoch begin_call(const CallArgs& a) {
+  __shared__ uint32_t s_epoch;
+  Signal* s = a.sig.p[a.rank];
+  Epoch ep{0, 0};
   if (threadIdx.x == 0) {
-    Signal* s = a.sig.p[a.rank];
-    uint32_t old;
-    asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;" : "=r"(old) : "l"(&s->done) : "memory");
-    if (old == gridDim.x - 1) {
-      asm volatile("st.relaxed.gpu.global.u32 [%0], 0;" ::"l"(&s->done) : "memory");
-      asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(&s->epoch), "r"(e) : "memory");
-    }
+    s_epoch = ld_relaxed_gpu(&s->epoch) + 1;
+    if (gridDim.x > 1)
+      asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;" : "=r"(ep.arrived) : "l"(&s->done) : "memory");
+  }
+  __syncthreads();
+  ep.e = s_epoch;
+  return ep;
+}
+
+__device__ __forceinline__ void finish_call(const CallArgs& a, const Epoch& ep) {
+  if (threadIdx.x != 0) return;
+  Signal* s = a.sig.p[a.rank];
+  if (gridDim.x == 1 || ep.arrived == gridDim.x - 1) {
+    if (gridDim.x > 1) asm volatile("st.relaxed.gpu.global.u32 [%0], 0;" ::"l"(&s->done) : "memory");
+    asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(&s->epoch), "r"(ep.e) : "memory");
   }
 }
 
@@ -261,7 +284,8 @@ template <typename T, int N>
 __global__ void __launch_bounds__(kThreads) one_shot_push(const __grid_constant__ CallArgs a, const __grid_constant__ RankPtrs ll,
                                                         const uint4* in, uint4* out) {
   using namespace detail;
-  const uint32_t e = call_epoch(a);
+  const Epoch ep = begin_call(a);
+  const uint32_t e = ep.e;
   Deadline d = deadline(a);
   const uint32_t stride = gridDim.x * blockDim.x;
   const uint32_t first = blockIdx.x * blockDim.x + threadIdx.x;
@@ -291,7 +315,7 @@ __global__ void __launch_bounds__(kThreads) one_shot_push(const __grid_constant_
     }
     out[i] = acc.pack();
   }
-  finish_call(a, e);
+  finish_call(a, ep);
 }
 
 // ---------------------------------------------------------------------------
@@ -301,7 +325,8 @@ template <typename T, int N>
 __global__ void __launch_bounds__(kThreads) two_shot_push(const __grid_constant__ CallArgs a, const __grid_constant__ RankPtrs ll,
                                                         const uint4* in, uint4* out) {
   using namespace detail;
-  const uint32_t e = call_epoch(a);
+  const Epoch ep = begin_call(a);
+  const uint32_t e = ep.e;
   Deadline d = deadline(a);
   const uint32_t stride = gridDim.x * blockDim.x;
   const uint32_t first = blockIdx.x * blockDim.x + threadIdx.x;
@@ -351,7 +376,7 @@ __global__ void __launch_bounds__(kThreads) two_shot_push(const __grid_constant_
       out[idx] = wait_line_pair(mine + ag_off + p * slot_lines + 2ull * k, e, d);
     }
   }
-  finish_call(a, e);
+  finish_call(a, ep);
 }
 
 // ---------------------------------------------------------------------------
@@ -362,7 +387,8 @@ template <typename T, int N>
 __global__ void __launch_bounds__(kThreads) one_stage_pull(const __grid_constant__ CallArgs a,
                                                          const __grid_constant__ RankPtrs src, uint4* out) {
   using namespace detail;
-  const uint32_t e = call_epoch(a);
+  const Epoch ep = begin_call(a);
+  const uint32_t e = ep.e;
   Deadline d = deadline(a);
   barrier<N>(a, kStart, e, d);
   const uint32_t stride = gridDim.x * blockDim.x;
@@ -379,7 +405,7 @@ __global__ void __launch_bounds__(kThreads) one_stage_pull(const __grid_constant
     out[i] = acc.pack();
   }
   barrier<N>(a, kEnd, e, d);
-  finish_call(a, e);
+  finish_call(a, ep);
 }
 
 // ---------------------------------------------------------------------------
@@ -395,7 +421,8 @@ __global__ void __launch_bounds__(kThreads) two_stage_pull(const __grid_constant
                                                          const __grid_constant__ RankPtrs src,
                                                          const __grid_constant__ RankPtrs tmp, uint4* out) {
   using namespace detail;
-  const uint32_t e = call_epoch(a);
+  const Epoch ep = begin_call(a);
+  const uint32_t e = ep.e;
   Deadline d = deadline(a);
   const uint32_t stride = gridDim.x * blockDim.x;
   const uint32_t first = blockIdx.x * blockDim.x + threadIdx.x;
@@ -426,7 +453,7 @@ __global__ void __launch_bounds__(kThreads) two_stage_pull(const __grid_constant
       out[idx] = static_cast<const uint4*>(tmp.p[p])[idx];
     }
   }
-  finish_call(a, e);
+  finish_call(a, ep);
 }
 
 // ---------------------------------------------------------------------------
@@ -434,10 +461,10 @@ __global__ void __launch_bounds__(kThreads) two_stage_pull(const __grid_constant
 // the floor under any kernel that must hear from every peer.
 template <int N>
 __global__ void __launch_bounds__(kThreads) handshake(const __grid_constant__ CallArgs a) {
-  const uint32_t e = detail::call_epoch(a);
+  const detail::Epoch ep = detail::begin_call(a);
   detail::Deadline d = detail::deadline(a);
-  detail::barrier<N>(a, kStart, e, d);
-  detail::finish_call(a, e);
+  detail::barrier<N>(a, kStart, ep.e, d);
+  detail::finish_call(a, ep);
 }
 
 }  // namespace layergate

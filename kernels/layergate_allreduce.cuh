@@ -52,14 +52,18 @@ struct Thresholds {
   size_t nvlink_one_stage_max[kMaxRanks + 1];
   size_t pcie_one_shot_max[kMaxRanks + 1];
 
-  // Measured on 2xH200 (kernels/README.md); sizes above two ranks are
-  // scaled guesses until the self-test measures them.
+  // Two ranks: measured on 2xH200 over NVLink (kernels/README.md): the push
+  // wins up to 512 KB, the one-stage pull above, at every size up to 64 MB.
+  // More ranks and PCIe: not measured here; scaled guesses (more ranks move
+  // more data per one-shot rank, so the two-step kernels take over sooner)
+  // until the self-test writes measured values.
   static Thresholds defaults() {
     Thresholds t{};
+    const size_t all = ~size_t(0);
     for (int n = 2; n <= kMaxRanks; ++n) {
-      t.nvlink_one_shot_max[n] = n <= 4 ? (512u << 10) : (256u << 10);
-      t.nvlink_one_stage_max[n] = n <= 4 ? (2u << 20) : (512u << 10);
-      t.pcie_one_shot_max[n] = n <= 4 ? (64u << 10) : (32u << 10);
+      t.nvlink_one_shot_max[n] = n == 2 ? (512u << 10) : n <= 4 ? (256u << 10) : (128u << 10);
+      t.nvlink_one_stage_max[n] = n == 2 ? all : n <= 4 ? (1u << 20) : (512u << 10);
+      t.pcie_one_shot_max[n] = n == 2 ? all : n <= 4 ? (256u << 10) : (64u << 10);
     }
     return t;
   }
@@ -132,6 +136,9 @@ class CustomAllreduce {
     check_cuda(cudaMemset(static_cast<char*>(b.scratch) + 2 * round_up(max_bytes), 0,
                           2 * push_half_bytes(max_bytes)),
                "cudaMemset(push region)");
+    // The memsets run on the legacy stream, which streams created non-blocking
+    // do not wait for: finish them before any call can be enqueued.
+    check_cuda(cudaDeviceSynchronize(), "reset rank buffers");
   }
   static void free_rank_buffers(RankBuffers& b) {
     cudaFree(b.signal);

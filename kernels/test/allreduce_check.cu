@@ -214,8 +214,11 @@ void run_case(Group& g, const Variant& v, DType dt, size_t bytes, Mode mode, con
     in[r] = graph ? g.reg_in[r] : g.raw_in[r];
     out[r] = inplace ? in[r] : g.out[r];
     set_dev(g, r);
-    CK(cudaMemcpy(in[r], h.in[r].data(), bytes, cudaMemcpyHostToDevice));
-    if (!inplace) CK(cudaMemset(out[r], kSentinelByte, bytes));
+    // On the rank's own (non-blocking) stream: a plain cudaMemcpy/cudaMemset
+    // may still be landing when the kernel starts on such a stream.
+    CK(cudaMemcpyAsync(in[r], h.in[r].data(), bytes, cudaMemcpyHostToDevice, g.stream[r]));
+    if (!inplace) CK(cudaMemsetAsync(out[r], kSentinelByte, bytes, g.stream[r]));
+    CK(cudaStreamSynchronize(g.stream[r]));
   }
   const char* chosen = "";
   std::string err;
