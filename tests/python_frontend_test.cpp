@@ -1,0 +1,685 @@
+// Python frontend: gates written in small inline snippets, checked by
+// evaluating the extracted formulas on concrete configurations.
+#include "python/PythonFrontend.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+
+#include "model/Errors.h"
+#include "target/Target.h"
+
+using namespace layergate;
+using model::ExprPtr;
+using model::Op;
+using model::Sort;
+
+namespace {
+
+// --- a tiny evaluator for the test --------------------------------------------
+struct Cfg {
+  std::int64_t ws = 2;
+  bool nvl = false;
+  std::int64_t nbytes = 4096;
+  std::map<std::string, std::string> env;  // absent: unset
+  std::map<std::string, bool> bools;       // probes/opaques by name (default true)
+};
+
+struct Val {
+  bool b = false;
+  std::int64_t i = 0;
+  std::string s;
+};
+
+std::int64_t floorDiv(std::int64_t a, std::int64_t b) {
+  std::int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+
+Val ev(const ExprPtr& e, const Cfg& c) {
+  Val v;
+  auto A = [&](int k) { return ev(e->args[k], c); };
+  switch (e->op) {
+    case Op::BoolConst: v.b = e->b; return v;
+    case Op::IntConst: v.i = e->i; return v;
+    case Op::StrConst: v.s = e->s; return v;
+    case Op::Var: {
+      const std::string& n = e->s;
+      if (n == "world_size") v.i = c.ws;
+      else if (n == "full_nvlink") v.b = c.nvl;
+      else if (n == "nbytes") v.i = c.nbytes;
+      else if (n.rfind("env:", 0) == 0) {
+        std::string name = model::envNameOf(n);
+        auto it = c.env.find(name);
+        if (e->sort == Sort::Bool) v.b = it != c.env.end();
+        else v.s = it == c.env.end() ? "" : it->second;
+      } else if (e->sort == Sort::Bool) {
+        auto it = c.bools.find(n);
+        v.b = it == c.bools.end() ? true : it->second;
+      }
+      return v;
+    }
+    case Op::Not: v.b = !A(0).b; return v;
+    case Op::And: v.b = A(0).b && A(1).b; return v;
+    case Op::Or: v.b = A(0).b || A(1).b; return v;
+    case Op::Implies: v.b = !A(0).b || A(1).b; return v;
+    case Op::Ite: return A(0).b ? A(1) : A(2);
+    case Op::Eq:
+    case Op::Ne: {
+      Val x = A(0), y = A(1);
+      bool eq = e->args[0]->sort == Sort::Str ? x.s == y.s
+                : e->args[0]->sort == Sort::Bool ? x.b == y.b
+                                                   : x.i == y.i;
+      v.b = e->op == Op::Eq ? eq : !eq;
+      return v;
+    }
+    case Op::Lt: v.b = A(0).i < A(1).i; return v;
+    case Op::Le: v.b = A(0).i <= A(1).i; return v;
+    case Op::Gt: v.b = A(0).i > A(1).i; return v;
+    case Op::Ge: v.b = A(0).i >= A(1).i; return v;
+    case Op::Add: v.i = A(0).i + A(1).i; return v;
+    case Op::Sub: v.i = A(0).i - A(1).i; return v;
+    case Op::Mul: v.i = A(0).i * A(1).i; return v;
+    case Op::Div: v.i = floorDiv(A(0).i, A(1).i); return v;
+    case Op::Mod: {
+      std::int64_t a = A(0).i, b = A(1).i;
+      v.i = a - floorDiv(a, b) * b;
+      return v;
+    }
+    case Op::Neg: v.i = -A(0).i; return v;
+    case Op::StrToInt: {
+      try {
+        v.i = std::stoll(A(0).s);
+      } catch (...) {
+        v.i = 0;
+      }
+      return v;
+    }
+  }
+  return v;
+}
+
+bool holds(const ExprPtr& e, const Cfg& c) { return ev(e, c).b; }
+bool admits(const model::Gate& g, const Cfg& c) { return holds(g.predicate(), c); }
+
+const target::PythonGateSpec& spec() {
+  static target::Target t = target::loadTarget(std::string(LAYERGATE_SOURCE_DIR) + "/rules/targets/custom-allreduce.json");
+  return t.python;
+}
+
+model::Gate extract(const std::string& src, const python::Limits& limits = {}) {
+  return python::extractGate({"gate.py", src}, spec(), limits);
+}
+
+std::string indent(const std::string& block, int n) {
+  std::istringstream in(block);
+  std::string line, out;
+  while (std::getline(in, line)) out += std::string(n, ' ') + line + "\n";
+  return out;
+}
+
+// An SGLang-shaped gate; `check` is the constructor's NVLink test, `percall`
+// the condition under which should_custom_ar returns the size test.
+std::string gateSrc(const std::string& check = "if world_size > 2 and not full_nvlink:\n    return",
+                    const std::string& percall = "self.world_size == 2 or self.full_nvlink",
+                    const std::string& extra_module = "") {
+  return R"(import os
+import torch.distributed as dist
+from sglang.srt.utils import is_hip, get_bool_env_var
+from sglang.srt.distributed.device_communicators.custom_all_reduce_utils import (
+    is_full_nvlink,
+    is_weak_contiguous,
+)
+
+_is_hip = is_hip()
+)" + extra_module + R"(
+
+class CustomAllreduce:
+    _SUPPORTED_WORLD_SIZES = [2, 4, 6, 8]
+    _MAX_CAR_SIZE = 8192 * 1024
+    if _is_hip:
+        _MAX_CAR_SIZE = 2 * 8192 * 1024
+
+    def __init__(self, group, device, max_size=_MAX_CAR_SIZE):
+        self.disabled = True
+        world_size = dist.get_world_size(group=group)
+        if world_size == 1:
+            return
+        if world_size not in CustomAllreduce._SUPPORTED_WORLD_SIZES:
+            return
+        full_nvlink = is_full_nvlink(None, world_size)
+)" + indent(check, 8) + R"(
+        self.max_size = max_size
+        self.world_size = world_size
+        self.full_nvlink = full_nvlink
+        self.disabled = False
+
+    def should_custom_ar(self, inp):
+        if self.disabled:
+            return False
+        inp_size = inp.numel() * inp.element_size()
+        if inp_size % 16 != 0:
+            return False
+        if not is_weak_contiguous(inp):
+            return False
+        if not _is_hip:
+            if )" + percall + R"(:
+                return inp_size < self.max_size
+            return False
+        return False
+)";
+}
+
+bool upstream(std::int64_t ws, bool nvl, std::int64_t nb) {
+  bool ws_ok = ws == 2 || ws == 4 || ws == 6 || ws == 8;
+  return ws_ok && (ws <= 2 || nvl) && nb % 16 == 0 && nb < 8 * 1024 * 1024;
+}
+
+const std::int64_t kSizes[] = {16, 40, 4096, 42 * 1024, 8 * 1024 * 1024 - 16, 8 * 1024 * 1024, 16 * 1024 * 1024};
+
+void expectUpstreamTable(const model::Gate& g) {
+  for (std::int64_t ws = 1; ws <= 8; ++ws)
+    for (bool nvl : {false, true})
+      for (std::int64_t nb : kSizes) {
+        Cfg c;
+        c.ws = ws, c.nvl = nvl, c.nbytes = nb;
+        EXPECT_EQ(admits(g, c), upstream(ws, nvl, nb)) << "ws=" << ws << " nvl=" << nvl << " nbytes=" << nb;
+      }
+}
+
+Cfg cfg(std::int64_t ws, bool nvl, std::int64_t nb) {
+  Cfg c;
+  c.ws = ws, c.nvl = nvl, c.nbytes = nb;
+  return c;
+}
+
+bool hasNote(const model::Gate& g, const std::string& part) {
+  for (const auto& n : g.notes)
+    if (n.find(part) != std::string::npos) return true;
+  return false;
+}
+
+bool hasOpaque(const model::Gate& g, const std::string& part) {
+  for (const auto& o : g.opaques)
+    if (o.name.find(part) != std::string::npos || o.text.find(part) != std::string::npos) return true;
+  return false;
+}
+
+std::string errorOf(const std::string& src, const python::Limits& limits = {}) {
+  try {
+    extract(src, limits);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+// --- the upstream shape ---------------------------------------------------------
+
+TEST(PythonFrontend, UpstreamShapeAdmitsAndRejects) {
+  auto g = extract(gateSrc());
+  EXPECT_EQ(g.class_name, "CustomAllreduce");
+  EXPECT_TRUE(g.has_per_call);
+  EXPECT_TRUE(admits(g, cfg(2, false, 4096)));
+  EXPECT_FALSE(admits(g, cfg(4, false, 4096)));
+  EXPECT_FALSE(admits(g, cfg(4, false, 16)));
+  EXPECT_FALSE(admits(g, cfg(2, false, 8 * 1024 * 1024)));
+  EXPECT_FALSE(admits(g, cfg(2, false, 40)));
+  EXPECT_TRUE(admits(g, cfg(8, true, 1024 * 1024)));
+  EXPECT_FALSE(admits(g, cfg(3, true, 4096)));
+  EXPECT_FALSE(admits(g, cfg(1, true, 4096)));
+  expectUpstreamTable(g);
+  // the weak-contiguity probe is a probe, not a silent true
+  Cfg c = cfg(2, false, 4096);
+  c.bools["weak_contiguous"] = false;
+  EXPECT_FALSE(admits(g, c));
+}
+
+TEST(PythonFrontend, LocationsOfClassEnablingAndPerCall) {
+  std::string src = gateSrc();
+  auto g = extract(src);
+  auto lineOf = [&](const std::string& needle) {
+    auto pos = src.find(needle);
+    return 1 + static_cast<int>(std::count(src.begin(), src.begin() + static_cast<long>(pos), '\n'));
+  };
+  EXPECT_EQ(g.class_loc.file, "gate.py");
+  EXPECT_EQ(g.class_loc.line, lineOf("class CustomAllreduce"));
+  EXPECT_EQ(g.class_loc.col, 1);
+  EXPECT_EQ(g.enabling.line, lineOf("self.disabled = False"));
+  EXPECT_EQ(g.enabling.col, 9);
+  EXPECT_EQ(g.per_call_loc.line, lineOf("def should_custom_ar"));
+}
+
+TEST(PythonFrontend, RejectsCarryConditionTextAndLine) {
+  std::string src = gateSrc();
+  auto g = extract(src);
+  ASSERT_EQ(g.rejects.size(), 3u);
+  EXPECT_EQ(g.rejects[0].text, "world_size == 1");
+  EXPECT_EQ(g.rejects[1].text, "world_size not in CustomAllreduce._SUPPORTED_WORLD_SIZES");
+  EXPECT_EQ(g.rejects[2].text, "world_size > 2 and not full_nvlink");
+  auto pos = src.find("if world_size > 2 and not full_nvlink");
+  int line = 1 + static_cast<int>(std::count(src.begin(), src.begin() + static_cast<long>(pos), '\n'));
+  EXPECT_EQ(g.rejects[2].where.line, line);
+  EXPECT_TRUE(holds(g.rejects[2].condition, cfg(4, false, 0)));
+  EXPECT_FALSE(holds(g.rejects[2].condition, cfg(4, true, 0)));
+  EXPECT_FALSE(holds(g.rejects[2].condition, cfg(2, false, 0)));
+}
+
+TEST(PythonFrontend, PerCallAdmitsPointAtTruthyReturn) {
+  auto g = extract(gateSrc());
+  ASSERT_EQ(g.admits.size(), 1u);
+  EXPECT_EQ(g.admits[0].text, "return inp_size < self.max_size");
+  EXPECT_TRUE(holds(g.admits[0].condition, cfg(2, false, 4096)));
+  EXPECT_FALSE(holds(g.admits[0].condition, cfg(4, false, 4096)));
+}
+
+TEST(PythonFrontend, MaxSizeDefaultIsNotedAndUsed) {
+  auto g = extract(gateSrc());
+  EXPECT_TRUE(hasNote(g, "max_size taken at its default"));
+  EXPECT_TRUE(hasNote(g, "8388608"));
+}
+
+// --- equivalent spellings give the same truth table ---------------------------------
+
+TEST(PythonFrontend, DeMorganFormSameTable) {
+  expectUpstreamTable(extract(gateSrc("if not (world_size <= 2 or full_nvlink):\n    return",
+                                      "not (self.world_size != 2 and not self.full_nvlink)")));
+}
+
+TEST(PythonFrontend, NestedIfFormSameTable) {
+  expectUpstreamTable(extract(gateSrc("if world_size > 2:\n    if not full_nvlink:\n        return")));
+}
+
+TEST(PythonFrontend, FlagVariableFormSameTable) {
+  expectUpstreamTable(extract(gateSrc(
+      "ok = True\nif world_size > 2 and not full_nvlink:\n    ok = False\nif not ok:\n    return")));
+}
+
+TEST(PythonFrontend, ElifChainFormSameTable) {
+  expectUpstreamTable(extract(gateSrc("if world_size == 2:\n    pass\nelif full_nvlink:\n    pass\nelse:\n    return")));
+}
+
+TEST(PythonFrontend, ChainedComparisonAndConditionalExpression) {
+  expectUpstreamTable(extract(gateSrc("big = True if 2 < world_size <= 8 else False\nif big and full_nvlink is False:\n    return",
+                                      "self.world_size in (2,) or self.full_nvlink")));
+}
+
+// --- environment variables ------------------------------------------------------
+
+TEST(PythonFrontend, EnvOpenedGateAdmitsPcieOnlyWithOne) {
+  auto g = extract(gateSrc(
+      "if world_size > 2 and not full_nvlink and os.getenv(\"SGLANG_FORCE_CUSTOM_AR_PCIE\") != \"1\":\n    return",
+      "self.world_size == 2 or self.full_nvlink or os.environ.get(\"SGLANG_FORCE_CUSTOM_AR_PCIE\", \"0\") == \"1\""));
+  Cfg c = cfg(4, false, 4096);
+  EXPECT_FALSE(admits(g, c));
+  c.env["SGLANG_FORCE_CUSTOM_AR_PCIE"] = "1";
+  EXPECT_TRUE(admits(g, c));
+  c.env["SGLANG_FORCE_CUSTOM_AR_PCIE"] = "0";
+  EXPECT_FALSE(admits(g, c));
+  c.env["SGLANG_FORCE_CUSTOM_AR_PCIE"] = "";
+  EXPECT_FALSE(admits(g, c));
+  ASSERT_EQ(g.env_reads.size(), 1u);
+  EXPECT_EQ(g.env_reads[0], "SGLANG_FORCE_CUSTOM_AR_PCIE");
+  ASSERT_EQ(g.env_read_locs.size(), 1u);
+  EXPECT_GT(g.env_read_locs[0].line, 20);
+}
+
+TEST(PythonFrontend, OnlyConstructorOpenedStillBlockedPerCall) {
+  auto g = extract(gateSrc(
+      "if world_size > 2 and not full_nvlink and os.getenv(\"FORCE\") != \"1\":\n    return"));
+  Cfg c = cfg(4, false, 4096);
+  c.env["FORCE"] = "1";
+  EXPECT_TRUE(holds(g.admit, c));
+  EXPECT_FALSE(admits(g, c));
+}
+
+TEST(PythonFrontend, BoolEnvHelperAcceptsTrueSpellings) {
+  auto g = extract(gateSrc(
+      "if world_size > 2 and not full_nvlink and not get_bool_env_var(\"FORCE\"):\n    return",
+      "self.world_size == 2 or self.full_nvlink or get_bool_env_var(\"FORCE\")"));
+  Cfg c = cfg(6, false, 4096);
+  EXPECT_FALSE(admits(g, c));
+  for (const char* v : {"true", "1", "True", "TRUE"}) {
+    c.env["FORCE"] = v;
+    EXPECT_TRUE(admits(g, c)) << v;
+  }
+  for (const char* v : {"yes", "0", "false", ""}) {
+    c.env["FORCE"] = v;
+    EXPECT_FALSE(admits(g, c)) << v;
+  }
+}
+
+TEST(PythonFrontend, BoolEnvHelperDefaultTrueAdmitsWhenUnset) {
+  auto g = extract(gateSrc("if world_size > 2 and not full_nvlink and not get_bool_env_var(\"FORCE\", \"true\"):\n    return",
+                           "True"));
+  EXPECT_TRUE(holds(g.admit, cfg(4, false, 4096)));
+  Cfg c = cfg(4, false, 4096);
+  c.env["FORCE"] = "0";
+  EXPECT_FALSE(holds(g.admit, c));
+}
+
+TEST(PythonFrontend, EnvironSubscriptUnsetRaises) {
+  auto g = extract(gateSrc("if os.environ[\"CAR_MODE\"] == \"off\":\n    return"));
+  Cfg c = cfg(2, false, 4096);
+  EXPECT_FALSE(holds(g.admit, c));  // KeyError: the constructor raises
+  c.env["CAR_MODE"] = "on";
+  EXPECT_TRUE(holds(g.admit, c));
+  c.env["CAR_MODE"] = "off";
+  EXPECT_FALSE(holds(g.admit, c));
+  // guarded by a membership test, the lookup no longer raises
+  auto h = extract(gateSrc("if \"CAR_MODE\" in os.environ and os.environ[\"CAR_MODE\"] == \"off\":\n    return"));
+  EXPECT_TRUE(holds(h.admit, cfg(2, false, 4096)));
+}
+
+TEST(PythonFrontend, EnvModuleFlagsAndLoweredComparison) {
+  auto g = extract(gateSrc("if world_size > 2 and not full_nvlink and not envs.VLLM_FORCE_PCIE.get():\n    return",
+                           "self.world_size == 2 or self.full_nvlink or envs.VLLM_FORCE_PCIE or "
+                           "os.getenv(\"OTHER\", \"\").lower() == \"true\"",
+                           "import vllm.envs as envs\n"));
+  Cfg c = cfg(4, false, 4096);
+  EXPECT_FALSE(admits(g, c));
+  c.env["VLLM_FORCE_PCIE"] = "1";
+  EXPECT_TRUE(admits(g, c));
+  EXPECT_TRUE(hasNote(g, "envs.VLLM_FORCE_PCIE read as a boolean flag"));
+  Cfg d = cfg(2, false, 4096);
+  EXPECT_TRUE(admits(g, d));
+  ASSERT_EQ(g.env_reads.size(), 2u);
+  EXPECT_EQ(g.env_reads[1], "OTHER");
+}
+
+TEST(PythonFrontend, EnvIntRaisesSizeLimit) {
+  auto g = extract(gateSrc("self.max_size = int(os.getenv(\"CAR_MAX_BYTES\", \"8388608\"))\nmax_size = self.max_size"));
+  EXPECT_FALSE(admits(g, cfg(2, false, 16 * 1024 * 1024)));
+  Cfg c = cfg(2, false, 16 * 1024 * 1024);
+  c.env["CAR_MAX_BYTES"] = "33554432";
+  EXPECT_TRUE(admits(g, c));
+}
+
+// --- names, constants, probes, platform flags ---------------------------------------
+
+TEST(PythonFrontend, ClassConstantsThroughSelfClsAndBareNames) {
+  std::string src = gateSrc("if world_size > 2 and not full_nvlink:\n    return\nif self._MAX_CAR_SIZE < max_size:\n    return");
+  auto g = extract(src);
+  expectUpstreamTable(g);
+  EXPECT_TRUE(g.opaques.empty()) << g.opaques.front().name;
+}
+
+TEST(PythonFrontend, PlatformFlagsFixTheCudaBranch) {
+  // _MAX_CAR_SIZE under `if _is_hip:` is not taken; current_platform.is_rocm() is false.
+  auto g = extract(gateSrc("if world_size > 2 and not full_nvlink:\n    return\nif current_platform.is_rocm():\n    return"));
+  expectUpstreamTable(g);
+  EXPECT_TRUE(g.opaques.empty());
+}
+
+TEST(PythonFrontend, AliasedProbeImport) {
+  auto g = extract(gateSrc("nv = nvl_check(None, world_size)\nif world_size > 2 and not nv:\n    return",
+                           "self.world_size == 2 or self.full_nvlink",
+                           "from helpers import is_full_nvlink as nvl_check\n"));
+  expectUpstreamTable(g);
+}
+
+TEST(PythonFrontend, OpaqueSymbolsAreRecordedNotSilentlyTrue) {
+  std::string src = gateSrc("if world_size > 2 and not full_nvlink:\n    return\nif not torch.cuda.is_available():\n    return");
+  auto g = extract(src);
+  ASSERT_FALSE(g.opaques.empty());
+  bool found = false;
+  for (const auto& o : g.opaques)
+    if (o.text == "torch.cuda.is_available()") {
+      found = true;
+      EXPECT_GT(o.where.line, 0);
+      EXPECT_EQ(o.where.file, "gate.py");
+    }
+  EXPECT_TRUE(found);
+  bool has_var = false;
+  for (const auto& v : model::varsOf(g.admit))
+    if (v.kind == model::VarKind::Opaque) has_var = true;
+  EXPECT_TRUE(has_var);
+  // the admission depends on it: neither constant true nor constant false
+  Cfg c = cfg(2, false, 4096);
+  for (const auto& o : g.opaques) c.bools[o.name] = false;
+  bool a = holds(g.admit, c);
+  for (const auto& o : g.opaques) c.bools[o.name] = true;
+  EXPECT_NE(a, holds(g.admit, c));
+}
+
+// --- interprocedural ----------------------------------------------------------------
+
+TEST(PythonFrontend, HelperMethodReturningNoneDisables) {
+  std::string src = gateSrc("if self._nvlink_ok(world_size, full_nvlink) is None:\n    return");
+  src += R"(
+    def _nvlink_ok(self, ws, nvl):
+        if ws > 2 and not nvl:
+            return None
+        return True
+)";
+  expectUpstreamTable(extract(src));
+}
+
+TEST(PythonFrontend, ProbeWrapperReadingEnvContributes) {
+  auto g = extract(gateSrc("full_nvlink = _is_full_nvlink(None, world_size)\nif world_size > 2 and not full_nvlink:\n    return",
+                           "self.world_size == 2 or self.full_nvlink",
+                           "\ndef _is_full_nvlink(ids, ws):\n    if os.getenv(\"SPOOF_NVLINK\") == \"1\" and ws <= 4:\n"
+                           "        return True\n    return is_full_nvlink(ids, ws)\n"));
+  Cfg c = cfg(4, false, 4096);
+  EXPECT_FALSE(admits(g, c));
+  c.env["SPOOF_NVLINK"] = "1";
+  EXPECT_TRUE(admits(g, c));
+  c.ws = 8;
+  EXPECT_FALSE(admits(g, c));
+}
+
+TEST(PythonFrontend, ProbeWrapperWithoutEnvUsesTheProbe) {
+  auto g = extract(gateSrc("if not _can_p2p(0, world_size):\n    return\nif world_size > 2 and not full_nvlink:\n    return",
+                           "self.world_size == 2 or self.full_nvlink",
+                           "\ndef _can_p2p(rank, world_size):\n    for peer in range(world_size):\n"
+                           "        if peer != rank and not gpu_p2p_access_check(rank, peer):\n            return False\n"
+                           "    return True\n"));
+  EXPECT_TRUE(g.opaques.empty());
+  Cfg c = cfg(2, false, 4096);
+  EXPECT_TRUE(admits(g, c));
+  c.bools["p2p_ok"] = false;
+  EXPECT_FALSE(admits(g, c));
+}
+
+TEST(PythonFrontend, AttributesAfterEnablingAreSnapshot) {
+  // vLLM sets the flag attribute after `self.disabled = False`.
+  std::string src = R"(
+from vllm.platforms import current_platform
+import torch.distributed as dist
+
+class CustomAllreduce:
+    _SUPPORTED_WORLD_SIZES = [2, 4, 6, 8]
+
+    def __init__(self, group, device, max_size=8192 * 1024) -> None:
+        self.disabled = True
+        world_size = dist.get_world_size(group=group)
+        if world_size == 1:
+            return
+        if world_size not in CustomAllreduce._SUPPORTED_WORLD_SIZES:
+            return
+        fully_connected = current_platform.is_fully_connected([])
+        if world_size > 2 and not fully_connected:
+            return
+        self.disabled = False
+        self.max_size = max_size
+        self.world_size = world_size
+        self.fully_connected = fully_connected
+
+    def should_custom_ar(self, inp):
+        if self.disabled:
+            return False
+        inp_size = inp.numel() * inp.element_size()
+        if inp_size % 16 != 0:
+            return False
+        if not is_weak_contiguous(inp):
+            return False
+        if self.world_size == 2 or self.fully_connected:
+            return inp_size < self.max_size
+        return False
+)";
+  expectUpstreamTable(extract(src));
+}
+
+TEST(PythonFrontend, ModuleTryAndLoopsBecomeNamedOpaques) {
+  std::string src = gateSrc("for i in range(world_size):\n    if i > 100:\n        return\nif world_size > 2 and not full_nvlink:\n    return",
+                            "self.world_size == 2 or self.full_nvlink",
+                            "try:\n    import sgl_kernel\n    custom_ar = True\nexcept ImportError:\n    custom_ar = False\n");
+  src.replace(src.find("        self.disabled = True\n"), 0, "");
+  std::string withCheck = src;
+  withCheck.replace(withCheck.find("        world_size = dist.get_world_size"), 0, "        if not custom_ar:\n            return\n");
+  auto g = extract(withCheck);
+  EXPECT_TRUE(hasOpaque(g, "try@L"));
+  EXPECT_TRUE(hasOpaque(g, "loop@L"));
+  Cfg c = cfg(2, false, 4096);
+  EXPECT_TRUE(admits(g, c));
+  for (const auto& o : g.opaques)
+    if (o.name.find("try@") == 0) c.bools[o.name] = false;
+  EXPECT_FALSE(admits(g, c));
+}
+
+TEST(PythonFrontend, TupleAssignmentAndAugmentedAssignment) {
+  auto g = extract(gateSrc("a, b = foo()\nlimit = 1\nlimit += 1\nif world_size > limit and not full_nvlink:\n    return\nif a:\n    pass"));
+  expectUpstreamTable(g);
+}
+
+TEST(PythonFrontend, MissingPerCallMethodIsNoted) {
+  std::string src = gateSrc();
+  auto pos = src.find("def should_custom_ar");
+  src.replace(pos, std::strlen("def should_custom_ar"), "def other_method");
+  auto g = extract(src);
+  EXPECT_FALSE(g.has_per_call);
+  EXPECT_TRUE(model::isTrue(g.per_call));
+  EXPECT_TRUE(hasNote(g, "no per-call method"));
+  EXPECT_TRUE(holds(g.admit, cfg(2, false, 0)));
+}
+
+TEST(PythonFrontend, TwoClassesLastOneWins) {
+  std::string src = gateSrc() + R"(
+
+class CustomAllreduce:
+    def __init__(self, group, device):
+        self.disabled = True
+        if dist.get_world_size(group=group) != 8:
+            return
+        self.disabled = False
+)";
+  auto g = extract(src);
+  EXPECT_TRUE(hasNote(g, "Python binds the last one"));
+  EXPECT_TRUE(admits(g, cfg(8, false, 40)));
+  EXPECT_FALSE(admits(g, cfg(2, false, 4096)));
+  EXPECT_FALSE(g.has_per_call);
+}
+
+TEST(PythonFrontend, DeferredEnablingThroughLaterMethod) {
+  std::string src = R"(
+import torch.distributed as dist
+from vllm.platforms import current_platform
+
+class CustomAllreduce:
+    def __init__(self, group, device, max_size=8192 * 1024):
+        self.disabled = True
+        world_size = dist.get_world_size(group=group)
+        if world_size not in [2, 4, 6, 8]:
+            return
+        fully_connected = current_platform.is_fully_connected([])
+        if world_size > 2 and not fully_connected:
+            return
+        self.world_size = world_size
+        self.fully_connected = fully_connected
+        self._pending_max_size = max_size
+        self._p2p_pending = True
+
+    def _complete_init(self):
+        self.disabled = False
+        self.max_size = self._pending_max_size
+
+    def finalize_p2p(self):
+        if not self._p2p_pending:
+            return
+        self._p2p_pending = False
+        if not _can_p2p(0, self.world_size):
+            return
+        self._complete_init()
+
+    def should_custom_ar(self, inp):
+        if self.disabled:
+            return False
+        inp_size = inp.numel() * inp.element_size()
+        if inp_size % 16 != 0:
+            return False
+        if self.world_size == 2 or self.fully_connected:
+            return inp_size < self.max_size
+        return False
+)";
+  auto g = extract(src);
+  EXPECT_TRUE(hasNote(g, "finalize_p2p() runs once after the constructor"));
+  expectUpstreamTable(g);
+  Cfg c = cfg(2, false, 4096);
+  c.bools["p2p_ok"] = false;
+  EXPECT_FALSE(admits(g, c));
+}
+
+// --- bad input -------------------------------------------------------------------------
+
+TEST(PythonFrontend, BadInputsThrowWithPath) {
+  EXPECT_EQ(errorOf(std::string("abc\0def", 7)), "gate.py: binary file, not Python source");
+  EXPECT_EQ(errorOf("x = '\xff\xfe'\n").rfind("gate.py:1: not UTF-8", 0), 0u);
+  python::Limits small;
+  small.max_bytes = 10;
+  EXPECT_EQ(errorOf(gateSrc(), small).rfind("gate.py: file too large", 0), 0u);
+  EXPECT_EQ(errorOf("def f(:\n  pass\n").rfind("gate.py:1:", 0), 0u);
+  EXPECT_NE(errorOf("def f(:\n  pass\n").find("syntax error: not valid Python 3"), std::string::npos);
+  std::string py2 = errorOf("import os\nprint \"hello\"\n");
+  EXPECT_EQ(py2.rfind("gate.py:2:1: syntax error: not valid Python 3", 0), 0u) << py2;
+  EXPECT_EQ(errorOf("class Other:\n    pass\n"),
+            "gate.py: no class CustomAllreduce (looked for: CustomAllreduce, CustomAllReduce)");
+  std::string noinit = errorOf("class CustomAllreduce:\n    def should_custom_ar(self, inp):\n        return True\n");
+  EXPECT_NE(noinit.find("gate.py:1:1:"), std::string::npos) << noinit;
+  EXPECT_NE(noinit.find("has no __init__"), std::string::npos);
+  std::string layout = errorOf("class CustomAllreduce:\n    def __init__(self, group):\n        self.disabled = True\n");
+  EXPECT_NE(layout.find("unknown layout"), std::string::npos) << layout;
+  EXPECT_EQ(layout.rfind("gate.py:2:", 0), 0u) << layout;
+}
+
+TEST(PythonFrontend, DeepNestingThrowsCleanly) {
+  // 5000 nested ifs (one space of indentation per level)
+  std::string src = "class CustomAllreduce:\n def __init__(self):\n  self.disabled = False\n";
+  for (int i = 0; i < 5000; ++i) src += std::string(static_cast<std::size_t>(i) + 2, ' ') + "if x:\n";
+  src += std::string(5002, ' ') + "pass\n";
+  python::Limits big;
+  big.max_bytes = 64u << 20;
+  std::string e = errorOf(src, big);
+  EXPECT_FALSE(e.empty());
+  EXPECT_EQ(e.rfind("gate.py:", 0), 0u) << e.substr(0, 200);
+  // 5000 nested parentheses
+  std::string parens = "class CustomAllreduce:\n def __init__(self):\n  x = " + std::string(5000, '(') + "1" +
+                       std::string(5000, ')') + "\n  self.disabled = False\n";
+  e = errorOf(parens);
+  EXPECT_NE(e.find("nesting deeper than 200"), std::string::npos) << e.substr(0, 200);
+}
+
+TEST(PythonFrontend, LongAndChainThrowsCleanlyShortOneWorks) {
+  auto chain = [](int n) {
+    std::string c = "world_size > 0";
+    for (int i = 1; i < n; ++i) c += " and world_size > 0";
+    return c;
+  };
+  std::string big = "class CustomAllreduce:\n def __init__(self, group):\n  world_size = dist.get_world_size(group)\n  if " +
+                    chain(100000) + ":\n   self.disabled = False\n";
+  std::string e = errorOf(big);
+  EXPECT_NE(e.find("expression chain"), std::string::npos) << e.substr(0, 200);
+  std::string ok = "import torch.distributed as dist\nclass CustomAllreduce:\n def __init__(self, group):\n  world_size = dist.get_world_size(group)\n  if " +
+                   chain(2000) + ":\n   self.disabled = False\n";
+  auto g = extract(ok);
+  EXPECT_TRUE(holds(g.admit, cfg(3, false, 0)));
+  EXPECT_FALSE(holds(g.admit, cfg(0, false, 0)));
+}
