@@ -210,8 +210,11 @@ class CustomAllreduce {
     const CallArgs a = call_args(bytes);
     const uint4* vin = reinterpret_cast<const uint4*>(in);
     uint4* vout = reinterpret_cast<uint4*>(out);
+    const uint32_t chunk = (a.units + world_size_ - 1) / world_size_;
     const int grid_full = grid_for(a.units);
-    const int grid_chunk = grid_for((a.units + world_size_ - 1) / world_size_);
+    const int grid_chunk = grid_for(chunk);
+    const int push_full = push_threads(a.units), push_chunk = push_threads(chunk);
+    const int grid_push_full = grid_for(a.units, push_full), grid_push_chunk = grid_for(chunk, push_chunk);
 
 // One case per world size: the kernels are templates on it so that the loop
 // over ranks unrolls. Every branch ends in a launch or a throw.
@@ -221,7 +224,7 @@ class CustomAllreduce {
       if (full_nvlink_) {                                                                   \
         if (bytes <= table_.nvlink_one_shot_max[N]) {                                       \
           last_algo_ = Algo::kOneShotPush;                                                  \
-          one_shot_push<T, N><<<grid_full, kThreads, 0, stream>>>(a, push_, vin, vout);     \
+          one_shot_push<T, N><<<grid_push_full, push_full, 0, stream>>>(a, push_, vin, vout);     \
         } else if (bytes <= table_.nvlink_one_stage_max[N]) {                               \
           last_algo_ = Algo::kOneStagePull;                                                 \
           const RankPtrs src = pull_sources(in, out, bytes, stream, false);                 \
@@ -233,17 +236,17 @@ class CustomAllreduce {
         }                                                                                   \
       } else if (bytes <= table_.pcie_one_shot_max[N]) {                                    \
         last_algo_ = Algo::kOneShotPush;                                                    \
-        one_shot_push<T, N><<<grid_full, kThreads, 0, stream>>>(a, push_, vin, vout);       \
+        one_shot_push<T, N><<<grid_push_full, push_full, 0, stream>>>(a, push_, vin, vout);       \
       } else {                                                                              \
         last_algo_ = Algo::kTwoShotPush;                                                    \
-        two_shot_push<T, N><<<grid_chunk, kThreads, 0, stream>>>(a, push_, vin, vout);      \
+        two_shot_push<T, N><<<grid_push_chunk, push_chunk, 0, stream>>>(a, push_, vin, vout);      \
       }                                                                                     \
     } else if (force == Algo::kOneShotPush) {                                               \
       last_algo_ = Algo::kOneShotPush;                                                      \
-      one_shot_push<T, N><<<grid_full, kThreads, 0, stream>>>(a, push_, vin, vout);         \
+      one_shot_push<T, N><<<grid_push_full, push_full, 0, stream>>>(a, push_, vin, vout);         \
     } else if (force == Algo::kTwoShotPush) {                                               \
       last_algo_ = Algo::kTwoShotPush;                                                      \
-      two_shot_push<T, N><<<grid_chunk, kThreads, 0, stream>>>(a, push_, vin, vout);        \
+      two_shot_push<T, N><<<grid_push_chunk, push_chunk, 0, stream>>>(a, push_, vin, vout);        \
     } else if (force == Algo::kOneStagePull) {                                              \
       last_algo_ = Algo::kOneStagePull;                                                     \
       const RankPtrs src = pull_sources(in, out, bytes, stream, false);                     \
@@ -297,6 +300,15 @@ class CustomAllreduce {
     return e;
   }
 
+  // Threads per block of the push kernels; 0 (default): one block for up to
+  // kThreads units, else spread the message over up to max_blocks blocks of
+  // 64..512 threads, so that more SMs issue peer stores and poll at once
+  // (measured: 256 KB in 4.75 us instead of 5.54 with 512-thread blocks). Pull kernels always use kThreads.
+  void set_push_threads(int threads) {
+    if (threads != 0 && (threads < 32 || threads > kThreads || threads % 32 != 0))
+      throw std::runtime_error("layergate: push threads must be 0 or a multiple of 32 in 32..512");
+    push_threads_ = threads;
+  }
   Algo last_algo() const { return last_algo_; }
   const Thresholds& table() const { return table_; }
   size_t one_shot_capacity() const { return one_shot_cap_; }
@@ -314,9 +326,20 @@ class CustomAllreduce {
     return a;
   }
 
-  int grid_for(uint64_t units) const {
-    const uint64_t g = (units + kThreads - 1) / kThreads;
+  int grid_for(uint64_t units, int threads = kThreads) const {
+    const uint64_t g = (units + threads - 1) / threads;
     return static_cast<int>(std::max<uint64_t>(1, std::min<uint64_t>(g, max_blocks_)));
+  }
+
+  int push_threads(uint64_t units) const {
+    if (push_threads_ != 0) return push_threads_;
+    // Up to 8 KB one block of kThreads was measured faster (2.80 vs 2.92 us):
+    // it skips the cross-block epoch counter.
+    if (units <= kThreads) return kThreads;
+    const uint64_t per_block = (units + max_blocks_ - 1) / max_blocks_;
+    int t = 64;
+    while (t < kThreads && static_cast<uint64_t>(t) < per_block) t *= 2;
+    return t;
   }
 
   // Where the pull kernels read each rank's input. A registered input is read
@@ -349,6 +372,7 @@ class CustomAllreduce {
   RankPtrs push_{};
   std::unordered_map<const void*, RankPtrs> registered_;
   Algo last_algo_ = Algo::kAuto;
+  int push_threads_ = 0;
 };
 
 // Entry function in the shape of the upstream op (`init_custom_ar`): the
