@@ -1,0 +1,3 @@
+// layergate stub: the declarations live in the force-included prelude.
+#pragma once
+#include "../layergate_cuda_prelude.h"

@@ -1,0 +1,3 @@
+// layergate stub: HIP builds are not analysed; CUDA declarations stand in.
+#pragma once
+#include "../../layergate_cuda_prelude.h"
