@@ -24,11 +24,16 @@
 #include "clang/Frontend/CompilerInstance.h"
 #include "clang/Frontend/CompilerInvocation.h"
 #include "clang/Frontend/FrontendAction.h"
+#include "clang/Frontend/FrontendActions.h"
+#include "clang/Basic/Version.h"
 #include "clang/Lex/PPCallbacks.h"
 #include "clang/Lex/Preprocessor.h"
 #include "clang/Tooling/Tooling.h"
 #include "cpp/DispatchWalker.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/xxhash.h"
+#include <unistd.h>
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/VirtualFileSystem.h"
@@ -331,7 +336,7 @@ class ToolAct : public tooling::ToolAction {
 };
 
 std::vector<std::string> commandLine(const std::string& path, const ParseOptions& o, const std::string& stubs,
-                                     const std::vector<std::string>& inputs) {
+                                     const std::vector<std::string>& inputs, const std::string& pch = {}) {
   std::vector<std::string> a = {"layergate-clang",
                                 "-x", "cuda",
                                 "--cuda-host-only",
@@ -348,8 +353,14 @@ std::vector<std::string> commandLine(const std::string& path, const ParseOptions
     a.push_back("--cuda-path=" + o.cuda_path);
     a.insert(a.end(), {"-isystem", stubs + "/torch", "-idirafter", stubs + "/sdk-shim"});
   } else {
-    a.insert(a.end(), {"-nocudainc", "-isystem", stubs + "/cuda", "-isystem", stubs + "/torch", "-include",
-                       stubs + "/layergate_cuda_prelude.h"});
+    a.insert(a.end(), {"-nocudainc", "-isystem", stubs + "/cuda", "-isystem", stubs + "/torch"});
+    if (!pch.empty()) a.insert(a.end(), {"-include-pch", pch});
+    else if (path != stubs + "/layergate_pch.h") a.insert(a.end(), {"-include", stubs + "/layergate_cuda_prelude.h"});
+  }
+  if (path == stubs + "/layergate_pch.h") {  // building the PCH: no per-input options
+    for (const auto& x : o.extra_args) a.push_back(x);
+    a.push_back(path);
+    return a;
   }
   std::set<std::string> seen;
   for (const auto& f : inputs) {
@@ -364,6 +375,78 @@ std::vector<std::string> commandLine(const std::string& path, const ParseOptions
   return a;
 }
 
+// --- precompiled prelude --------------------------------------------------------
+//
+// The prelude and the standard headers dispatch headers include are parsed
+// once into a PCH in the user's cache directory and loaded lazily afterwards:
+// most of a parse is spent in those headers. Any problem: parse without it.
+
+class PchToolAct : public tooling::ToolAction {
+ public:
+  explicit PchToolAct(std::string out) : out_(std::move(out)) {}
+  bool runInvocation(std::shared_ptr<CompilerInvocation> inv, FileManager* files,
+                     std::shared_ptr<PCHContainerOperations> pch, DiagnosticConsumer* diags) override {
+    inv->getFrontendOpts().SkipFunctionBodies = true;
+    inv->getFrontendOpts().OutputFile = out_;
+    inv->getDiagnosticOpts().ShowCarets = false;
+    CompilerInstance ci(std::move(pch));
+    ci.setInvocation(std::move(inv));
+    ci.setFileManager(files);
+    ci.createDiagnostics(diags, /*ShouldOwnClient=*/false);
+    if (!ci.hasDiagnostics()) return false;
+    ci.createSourceManager(*files);
+    GeneratePCHAction action;
+    bool ok = ci.ExecuteAction(action);
+    files->clearStatCache();
+    return ok;
+  }
+
+ private:
+  std::string out_;
+};
+
+std::string cacheDir() {
+  std::string base;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) base = x;
+  else if (const char* h = std::getenv("HOME"); h && *h) base = std::string(h) + "/.cache";
+  else base = "/tmp/layergate-" + std::to_string(getuid());
+  return base + "/layergate";
+}
+
+// Path of a usable PCH for these options, building it if needed; empty when
+// precompiling is off or failed.
+std::string preludePch(const ParseOptions& o, const std::string& stubs) {
+  if (o.real_cuda_sdk) return {};
+  if (const char* off = std::getenv("LAYERGATE_NO_PCH"); off && *off && std::string(off) != "0") return {};
+  std::string header = stubs + "/layergate_pch.h";
+  std::vector<std::string> args = commandLine(header, o, stubs, {});
+  std::string key = clang::getClangFullVersion();
+  for (const auto& a : args) key += "\n" + a;
+  for (const char* f : {"/layergate_pch.h", "/layergate_cuda_prelude.h", "/cuda/layergate_half_types.h"}) {
+    auto buf = llvm::MemoryBuffer::getFile(stubs + f);
+    if (!buf) return {};
+    key += (*buf)->getBuffer().str();
+  }
+  char hex[17];
+  snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(llvm::xxh3_64bits(key)));
+  std::string dir = cacheDir();
+  std::string out = dir + "/prelude-" + hex + ".pch";
+  if (llvm::sys::fs::exists(out)) return out;
+  if (llvm::sys::fs::create_directories(dir)) return {};
+  std::string tmp = out + ".tmp" + std::to_string(getpid());
+  CollectingDiags diags;
+  PchToolAct act(tmp);
+  auto files = llvm::makeIntrusiveRefCnt<FileManager>(FileSystemOptions());
+  tooling::ToolInvocation inv(args, &act, files.get(), std::make_shared<PCHContainerOperations>());
+  inv.setDiagnosticConsumer(&diags);
+  bool ok = inv.run() && diags.errors == 0 && llvm::sys::fs::exists(tmp);
+  if (!ok || llvm::sys::fs::rename(tmp, out)) {
+    llvm::sys::fs::remove(tmp);
+    return {};
+  }
+  return out;
+}
+
 struct FileParse {
   ParseResult result;
   unsigned errors = 0;
@@ -372,7 +455,7 @@ struct FileParse {
 };
 
 FileParse parseOne(const std::string& path, const std::vector<std::string>& inputs,
-                   const target::CppDispatchSpec& spec, const ParseOptions& options) {
+                   const target::CppDispatchSpec& spec, const ParseOptions& options, const std::string& pch) {
   ParseJob job;
   job.path = path;
   job.spec = &spec;
@@ -385,7 +468,7 @@ FileParse parseOne(const std::string& path, const std::vector<std::string>& inpu
   auto files = llvm::makeIntrusiveRefCnt<FileManager>(FileSystemOptions(), overlay);
   CollectingDiags diags;
   ToolAct act(job);
-  tooling::ToolInvocation inv(commandLine(path, options, job.stub_dir, inputs), &act, files.get(),
+  tooling::ToolInvocation inv(commandLine(path, options, job.stub_dir, inputs, pch), &act, files.get(),
                               std::make_shared<PCHContainerOperations>());
   inv.setDiagnosticConsumer(&diags);
   inv.run();
@@ -408,12 +491,6 @@ std::string readChecked(const std::string& path) {
   return text.str();
 }
 
-std::string joinNames(const std::vector<std::string>& xs) {
-  std::string s;
-  for (const auto& x : xs) s += (s.empty() ? "" : "/") + x;
-  return s;
-}
-
 model::Dispatch extractImpl(const std::vector<std::string>& files, const target::CppDispatchSpec& spec,
                             const ParseOptions& options) {
   if (files.empty()) throw InputError("no C++/CUDA file given");
@@ -432,13 +509,20 @@ model::Dispatch extractImpl(const std::vector<std::string>& files, const target:
   }
   std::stable_sort(ranked.begin(), ranked.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
-  std::string what = joinNames(spec.class_names.empty() ? std::vector<std::string>{"?"} : spec.class_names) +
-                     "::" + joinNames(spec.dispatch_functions);
+  std::string what = (spec.class_names.empty() ? std::string("?") : spec.class_names.front()) + "::" +
+                     (spec.dispatch_functions.empty() ? std::string("?") : spec.dispatch_functions.front());
   FileParse last;
   bool parsed = false;
   for (const auto& [rank, f] : ranked) {
     if (rank == 2 && parsed) break;
-    FileParse p = parseOne(f, files, spec, options);
+    std::string pch = preludePch(options, LAYERGATE_STUB_DIR);
+    FileParse p = parseOne(f, files, spec, options, pch);
+    if (!pch.empty() && p.fatal) {  // perhaps a stale PCH (headers upgraded): parse without it
+      llvm::StringRef msg(p.first_fatal);
+      if (msg.contains_insensitive("precompiled") || msg.contains("PCH") || msg.contains("AST file"))
+        llvm::sys::fs::remove(pch);
+      p = parseOne(f, files, spec, options, {});
+    }
     parsed = true;
     if (p.result.error) std::rethrow_exception(p.result.error);
     if (p.fatal)

@@ -753,6 +753,100 @@ class Walker {
     }
   }
 
+  // --- joining paths ---------------------------------------------------------------
+  //
+  // Paths that meet again after a branch with the same launch, reason, facts
+  // and locals are one path with the disjunction of their conditions; this
+  // keeps the path count and the leaf conditions small.
+
+  static void conjuncts(const ExprPtr& e, std::vector<ExprPtr>& out) {
+    if (e->op == m::Op::And) {
+      for (auto& a : e->args) conjuncts(a, out);
+      return;
+    }
+    if (!m::isTrue(e)) out.push_back(e);
+  }
+
+  static bool same(const ExprPtr& a, const ExprPtr& b) {
+    if (a == b) return true;
+    if (!a || !b) return false;
+    return a->op == b->op && a->sort == b->sort && a->str() == b->str();
+  }
+
+  static bool contains(const std::vector<ExprPtr>& xs, const ExprPtr& x) {
+    for (auto& y : xs)
+      if (same(x, y)) return true;
+    return false;
+  }
+
+  // (C and R1) or (C and R2), with c or (not c and X) = c or X.
+  static ExprPtr orMerge(const ExprPtr& a, const ExprPtr& b) {
+    std::vector<ExprPtr> ca, cb, common, ra, rb;
+    conjuncts(a, ca);
+    conjuncts(b, cb);
+    for (auto& x : ca) (contains(cb, x) ? common : ra).push_back(x);
+    for (auto& x : cb)
+      if (!contains(common, x)) rb.push_back(x);
+    if (ra.empty() || rb.empty()) return m::AndAll(common);
+    auto dropNegation = [](const std::vector<ExprPtr>& one, std::vector<ExprPtr>& other) {
+      if (one.size() != 1) return false;
+      for (std::size_t i = 0; i < other.size(); ++i)
+        if (same(m::Not(one[0]), other[i])) {
+          other.erase(other.begin() + static_cast<long>(i));
+          return true;
+        }
+      return false;
+    };
+    if (dropNegation(ra, rb) && rb.empty()) return m::AndAll(common);
+    if (dropNegation(rb, ra) && ra.empty()) return m::AndAll(common);
+    return m::And(m::AndAll(common), m::Or(m::AndAll(ra), m::AndAll(rb)));
+  }
+
+  static bool sameVal(const Val& a, const Val& b) {
+    return a.kind == b.kind && (a.e == b.e || (a.e && b.e && same(a.e, b.e))) &&
+           (a.nonnull == b.nonnull || (a.nonnull && b.nonnull && same(a.nonnull, b.nonnull)));
+  }
+
+  std::string stateKey(const State& st) {
+    std::string k;
+    if (st.launch) k = "L" + st.launch->kernel + "@" + std::to_string(st.launch->loc.getRawEncoding());
+    else k = "R" + st.reason.text + "@" + std::to_string(st.reason.loc.getRawEncoding()) + "#" + std::to_string(st.reason.prio);
+    for (auto& [n, v] : st.facts) k += "|" + n + "=" + v->str();
+    return k;
+  }
+
+  void mergeStates(std::vector<State>& states) {
+    if (states.size() < 2) return;
+    std::vector<State> out;
+    std::map<std::string, std::vector<std::size_t>> byKey;
+    for (State& st : states) {
+      std::string k = stateKey(st);
+      bool merged = false;
+      for (std::size_t idx : byKey[k]) {
+        State& acc = out[idx];
+        bool ok = true;
+        for (auto& [var, v] : acc.locals) {
+          auto it = st.locals.find(var);
+          if (it != st.locals.end() && !sameVal(v, it->second)) {
+            ok = false;
+            break;
+          }
+        }
+        if (!ok) continue;
+        acc.pc = orMerge(acc.pc, st.pc);
+        for (auto it = acc.locals.begin(); it != acc.locals.end();)
+          it = st.locals.count(it->first) ? std::next(it) : acc.locals.erase(it);
+        merged = true;
+        break;
+      }
+      if (!merged) {
+        byKey[k].push_back(out.size());
+        out.push_back(std::move(st));
+      }
+    }
+    states = std::move(out);
+  }
+
   // --- statements --------------------------------------------------------------------
 
   void checkPaths(std::size_t n, const Stmt* at) {
@@ -988,6 +1082,8 @@ class Walker {
       for (auto& x : f->breaks) out.breaks.push_back(std::move(x));
       for (auto& x : f->continues) out.continues.push_back(std::move(x));
     }
+    mergeStates(out.normal);
+    mergeStates(out.breaks);
     return out;
   }
 
@@ -1098,6 +1194,7 @@ class Walker {
         else out.normal.push_back(std::move(one.front()));
       }
     }
+    mergeStates(out.normal);
     return out;
   }
 
@@ -1155,6 +1252,7 @@ class Walker {
     for (auto& x : f.normal) out.normal.push_back(std::move(x));
     for (auto& x : f.breaks) out.normal.push_back(std::move(x));
     for (auto& x : f.continues) out.normal.push_back(std::move(x));
+    mergeStates(out.normal);
     return out;
   }
 
@@ -1241,7 +1339,7 @@ class Walker {
       auto it = index.find(k);
       if (it != index.end()) {
         auto& leaf = d.leaves[it->second];
-        leaf.condition = m::Or(leaf.condition, r.cond);
+        leaf.condition = orMerge(leaf.condition, r.cond);
         continue;
       }
       index[k] = d.leaves.size();
