@@ -11,10 +11,12 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 
 #include "checks/Check.h"
 #include "cli/Analysis.h"
+#include "cli/Scan.h"
 #include "model/Errors.h"
 #include "report/Report.h"
 
@@ -29,13 +31,58 @@ constexpr int kExitInternal = 3;
 
 struct CheckArgs {
   driver::Request req;
+  std::vector<std::string> paths;  // positional: one directory, or files
+  std::size_t max_files = 200000;
   std::string format = "text";
   std::string fail_on = "error";
   std::string color = "auto";
   bool no_matrix = false;
 };
 
-int runCheck(const CheckArgs& a) {
+// A directory: discover the gates under it (paths in the output relative to
+// it). Files: classified by extension, added to --python/--cpp.
+int runScan(const CheckArgs& a) {
+  driver::ScanRequest sr{a.paths[0], a.req, {}};
+  sr.discover.max_files = a.max_files;
+  driver::ScanResult s = driver::scan(sr);
+  if (a.format == "json") {
+    std::cout << driver::renderScanJson(s);
+  } else if (a.format == "sarif") {
+    std::cout << driver::renderScanSarif(s);
+  } else {
+    report::TextOptions o;
+    o.color = a.color == "always" || (a.color == "auto" && isatty(STDOUT_FILENO));
+    o.matrix = !a.no_matrix;
+    std::cout << driver::renderScanText(s, o);
+  }
+  std::cout.flush();
+  if (a.fail_on == "never") return kExitClean;
+  auto sev = a.fail_on == "warning" ? model::Severity::Warning : model::Severity::Error;
+  return driver::countAtLeast(s, sev) > 0 ? kExitFindings : kExitClean;
+}
+
+int runCheck(CheckArgs a) {
+  bool dir = false;
+  for (const auto& p : a.paths) dir = dir || std::filesystem::is_directory(p);
+  if (dir) {
+    if (a.paths.size() > 1 || !a.req.python_files.empty() || !a.req.cpp_files.empty())
+      throw InputError("give one directory, or files (positionally or with --python/--cpp), not both");
+    return runScan(a);
+  }
+  for (const auto& p : a.paths) {
+    auto ext = std::filesystem::path(p).extension().string();
+    if (ext == ".py" || ext == ".pyi")
+      a.req.python_files.push_back(p);
+    else if (ext == ".cuh" || ext == ".cu" || ext == ".h" || ext == ".hpp" || ext == ".hh" || ext == ".cc" ||
+             ext == ".cpp" || ext == ".cxx")
+      a.req.cpp_files.push_back(p);
+    else if (!std::filesystem::exists(p))
+      throw InputError(p + ": no such file or directory");
+    else
+      throw InputError(p + ": not a directory, a Python file (.py) or a C++/CUDA file (.cuh, .cu, .h, .cpp, ...)");
+  }
+  if (a.req.python_files.empty() && a.req.cpp_files.empty())
+    throw InputError("nothing to check: give a directory (layergate check .) or the files (--python FILE --cpp FILE)");
   report::Result r = driver::analyse(a.req);
   if (a.format == "json") {
     std::cout << report::renderJson(r);
@@ -93,16 +140,23 @@ int main(int argc, char** argv) {
 
   CheckArgs ca;
   std::string rules_dir;
-  auto* check = app.add_subcommand("check", "Check a Python gate against a C++ dispatch");
-  check->add_option("--python,-p", ca.req.python_files, "Python gate module (custom_all_reduce.py)")->required()->type_name("FILE");
+  auto* check = app.add_subcommand("check", "Check a Python gate against a C++ dispatch (a directory: find them)");
+  check->add_option("PATH", ca.paths,
+                    "A directory to scan for gates (see 'layergate targets'), or the files (.py gate, .cuh/.cu dispatch)")
+      ->type_name("PATH");
+  check->add_option("--python,-p", ca.req.python_files, "Python gate module (custom_all_reduce.py)")
+      ->type_name("FILE")
+      ->allow_extra_args(false);
   check->add_option("--cpp,-c", ca.req.cpp_files, "C++/CUDA dispatch header or source (custom_all_reduce.cuh); repeatable")
-      ->required()
-      ->type_name("FILE");
+      ->type_name("FILE")
+      ->allow_extra_args(false);
   check->add_option("--format,-f", ca.format, "Output format")->check(CLI::IsMember({"text", "json", "sarif"}))->capture_default_str();
   check->add_option("--fail-on", ca.fail_on, "Lowest severity that makes the exit status 1")
       ->check(CLI::IsMember({"error", "warning", "never"}))
       ->capture_default_str();
-  check->add_option("--target", ca.req.target, "Target description to use (see 'layergate targets')");
+  check->add_option("--target", ca.req.target,
+                    "Target description to use (see 'layergate targets'); with a directory, analyse every gate found with it");
+  check->add_option("--max-files", ca.max_files, "With a directory: stop with an error past this many files")->capture_default_str();
   check->add_option("--rules", rules_dir, "Rules directory (default: $LAYERGATE_RULES or the bundled rules/)")->type_name("DIR");
   check->add_option("--timeout-ms", ca.req.solve.timeout_ms, "Solver time limit per query, in milliseconds")->capture_default_str();
   check->add_option("--max-world-size", ca.req.solve.max_world_size, "Largest world size in the configuration matrix")
@@ -111,7 +165,7 @@ int main(int argc, char** argv) {
   check->add_option("--max-file-bytes", ca.req.max_file_bytes, "Refuse input files larger than this")->capture_default_str();
   check->add_flag("--cuda-sdk", ca.req.cpp.real_cuda_sdk, "Parse with the real CUDA SDK headers instead of the bundled stubs");
   check->add_option("--cuda-path", ca.req.cpp.cuda_path, "CUDA SDK location for --cuda-sdk")->capture_default_str();
-  check->add_option("-I", ca.req.cpp.include_dirs, "Extra include directory for the C++ files")->type_name("DIR");
+  check->add_option("-I", ca.req.cpp.include_dirs, "Extra include directory for the C++ files")->type_name("DIR")->allow_extra_args(false);
   check->add_flag("--no-matrix", ca.no_matrix, "Text output: leave out the configuration matrix");
   check->add_option("--color", ca.color, "Colour in text output")->check(CLI::IsMember({"auto", "always", "never"}))->capture_default_str();
 

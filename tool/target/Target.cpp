@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <sstream>
 
@@ -52,7 +53,9 @@ const json& object(const json& j, const char* key, const std::string& origin) {
 
 }  // namespace
 
-Target parseTarget(const std::string& text, const std::string& origin) {
+namespace {
+
+json parseJson(const std::string& text, const std::string& origin) {
   json j;
   try {
     j = json::parse(text);
@@ -60,6 +63,18 @@ Target parseTarget(const std::string& text, const std::string& origin) {
     throw InputError(origin + ": not valid JSON: " + e.what());
   }
   if (!j.is_object()) throw InputError(origin + ": a target must be a JSON object");
+  return j;
+}
+
+json readJson(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path + ": cannot read target description");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return parseJson(ss.str(), path);
+}
+
+Target fromJson(const json& j, const std::string& origin) {
   Target t;
   try {
     if (!j.contains("name") || !j.at("name").is_string() || j.at("name").get<std::string>().empty())
@@ -67,9 +82,13 @@ Target parseTarget(const std::string& text, const std::string& origin) {
     t.name = j.at("name").get<std::string>();
     t.description = j.value("description", "");
     t.platform = j.value("platform", "cuda");
+    t.extends = j.value("extends", "");
     const json& d = object(j, "discovery", origin);
     t.discovery.python_paths = strings(d, "python", origin);
     t.discovery.cpp_paths = strings(d, "cpp", origin);
+    t.discovery.required_paths = strings(d, "requires", origin);
+    t.discovery.same_root = d.value("same_root", true);
+    t.discovery.fallback = d.value("fallback", false);
 
     const json& p = object(j, "python", origin);
     t.python.class_names = strings(p, "classes", origin);
@@ -95,12 +114,101 @@ Target parseTarget(const std::string& text, const std::string& origin) {
   return t;
 }
 
+// The child's keys over the base's: objects merge key by key, null deletes.
+void mergeInto(json& base, const json& child) {
+  for (auto it = child.begin(); it != child.end(); ++it) {
+    if (it.value().is_null()) {
+      base.erase(it.key());
+    } else if (it.value().is_object() && base.contains(it.key()) && base[it.key()].is_object()) {
+      mergeInto(base[it.key()], it.value());
+    } else {
+      base[it.key()] = it.value();
+    }
+  }
+}
+
+struct RawTarget {
+  json j;
+  std::string origin;
+};
+
+// Resolves "extends" for every raw description; keys are target names.
+std::vector<Target> resolve(const std::map<std::string, RawTarget>& raw) {
+  std::map<std::string, json> done;
+  std::function<json(const std::string&, std::vector<std::string>&)> flat =
+      [&](const std::string& name, std::vector<std::string>& chain) -> json {
+    if (auto d = done.find(name); d != done.end()) return d->second;
+    const RawTarget& r = raw.at(name);
+    if (std::find(chain.begin(), chain.end(), name) != chain.end()) {
+      std::string cycle;
+      for (const auto& c : chain) cycle += c + " -> ";
+      throw InputError(r.origin + ": \"extends\" cycle: " + cycle + name);
+    }
+    json out = r.j;
+    if (r.j.contains("extends")) {
+      if (!r.j.at("extends").is_string() || r.j.at("extends").get<std::string>().empty())
+        throw InputError(r.origin + ": \"extends\" must be the name of another target");
+      std::string base = r.j.at("extends").get<std::string>();
+      if (!raw.count(base)) {
+        std::string known;
+        for (const auto& [n, _] : raw) known += (known.empty() ? "" : ", ") + n;
+        throw InputError(r.origin + ": \"extends\": unknown target '" + base + "' (known: " + known + ")");
+      }
+      chain.push_back(name);
+      out = flat(base, chain);
+      chain.pop_back();
+      // Not inherited: who the target is and how it is found.
+      for (const char* k : {"name", "description", "discovery", "extends"}) out.erase(k);
+      mergeInto(out, r.j);
+    }
+    done[name] = out;
+    return out;
+  };
+  std::vector<Target> out;
+  for (const auto& [name, r] : raw) {
+    std::vector<std::string> chain;
+    out.push_back(fromJson(flat(name, chain), r.origin));
+  }
+  return out;  // std::map order: sorted by name
+}
+
+std::map<std::string, RawTarget> readAll(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  std::vector<std::string> paths;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.path().extension() == ".json") paths.push_back(e.path().string());
+  std::sort(paths.begin(), paths.end());
+  std::map<std::string, RawTarget> raw;
+  for (const auto& path : paths) {
+    json j = readJson(path);
+    if (!j.contains("name") || !j.at("name").is_string() || j.at("name").get<std::string>().empty())
+      throw InputError(path + ": a target needs a non-empty \"name\"");
+    std::string name = j.at("name").get<std::string>();
+    if (auto it = raw.find(name); it != raw.end())
+      throw InputError(path + ": target name '" + name + "' is already used by " + it->second.origin);
+    raw[name] = {std::move(j), path};
+  }
+  return raw;
+}
+
+}  // namespace
+
+Target parseTarget(const std::string& text, const std::string& origin) {
+  json j = parseJson(text, origin);
+  if (j.contains("extends"))
+    throw InputError(origin + ": \"extends\" needs the other target files: load it from its rules directory");
+  return fromJson(j, origin);
+}
+
 Target loadTarget(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path + ": cannot read target description");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return parseTarget(ss.str(), path);
+  json j = readJson(path);
+  if (!j.contains("extends")) return fromJson(j, path);
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  std::string name = j.value("name", "");
+  for (auto& t : resolve(readAll(dir.empty() ? "." : dir)))
+    if (t.name == name) return t;
+  throw InputError(path + ": cannot resolve \"extends\"");
 }
 
 std::vector<Target> loadTargets(const std::string& dir) {
@@ -108,12 +216,9 @@ std::vector<Target> loadTargets(const std::string& dir) {
   std::error_code ec;
   fs::path targets = fs::path(dir) / "targets";
   if (!fs::is_directory(targets, ec)) throw InputError(dir + ": no targets/ folder in the rules directory");
-  std::vector<Target> out;
-  for (const auto& e : fs::directory_iterator(targets, ec))
-    if (e.path().extension() == ".json") out.push_back(loadTarget(e.path().string()));
-  if (out.empty()) throw InputError(targets.string() + ": no target descriptions (*.json)");
-  std::sort(out.begin(), out.end(), [](const Target& a, const Target& b) { return a.name < b.name; });
-  return out;
+  auto raw = readAll(targets.string());
+  if (raw.empty()) throw InputError(targets.string() + ": no target descriptions (*.json)");
+  return resolve(raw);
 }
 
 std::string defaultRulesDir() {

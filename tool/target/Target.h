@@ -37,24 +37,45 @@ struct CppDispatchSpec {
   std::vector<std::string> byte_count_names;
 };
 
+// How `layergate check DIR` finds this target's files (tool/discover/). Paths
+// are suffixes of root-relative paths, matched a component at a time with
+// fnmatch(3) globs, `**` standing for any number of components. Never
+// inherited through "extends": each layout states its own.
 struct Discovery {
-  std::vector<std::string> python_paths;  // glob-like path suffixes
-  std::vector<std::string> cpp_paths;
+  std::vector<std::string> python_paths;  // the Python gate file(s)
+  std::vector<std::string> cpp_paths;     // the C++ dispatch file(s)
+  // Marker files that must exist (under the same root, when same_root) for the
+  // layout to apply: tells apart layouts that share the gate and dispatch paths.
+  std::vector<std::string> required_paths;
+  // Gate and dispatch sit under one checkout root: the part of the path before
+  // the pattern must be the same. False: each gate is paired with the nearest
+  // dispatch file (longest shared directory), for layouts that span checkouts.
+  bool same_root = true;
+  // Used only when no other target matched anything (the generic target).
+  bool fallback = false;
 };
 
 struct Target {
   std::string name;
   std::string description;
+  // "extends": the base target's name. A layout file states only its
+  // discovery and its differences; objects merge key by key over the base's,
+  // a null value deletes the base's key, anything else replaces it.
+  std::string extends;
   std::string platform = "cuda";
   Discovery discovery;
   PythonGateSpec python;
   CppDispatchSpec cpp;
 };
 
-// Throws InputError with the file name and the JSON problem.
+// Throws InputError with the file name and the JSON problem. A file with
+// "extends" is resolved against the other *.json files in its directory.
 Target loadTarget(const std::string& path);
+// One self-contained description ("extends" is refused: there is nothing to
+// resolve it against).
 Target parseTarget(const std::string& json_text, const std::string& origin);
-// All targets in a directory, sorted by name.
+// All targets in <dir>/targets/, "extends" resolved, sorted by name. InputError
+// for a duplicate name, an unknown base or an "extends" cycle.
 std::vector<Target> loadTargets(const std::string& dir);
 // The rules/ directory: $LAYERGATE_RULES, else the one this binary was built from.
 std::string defaultRulesDir();

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# The CI recipes in examples/ run as written: extracts the `layergate ...`
+# command of the GitHub Actions workflow and the pre-commit hook's entry, and
+# runs them (with the layergate under test first on PATH) in fixture trees laid
+# out like an SGLang fork with the seed bug (expects exit 1, SARIF with the
+# three LG001 results) and like upstream vLLM (expects exit 0).
+set -euo pipefail
+lg=$1 root=$2
+workflow=$root/examples/github-actions/layergate.yml
+hooks=$root/examples/pre-commit-hooks.yaml
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+mkdir -p "$tmp/bin"
+ln -s "$lg" "$tmp/bin/layergate"
+export PATH=$tmp/bin:$PATH
+fail() { echo "ci_recipes: $*" >&2; exit 1; }
+
+# --- the commands, as the files state them -------------------------------------
+mapfile -t wf_cmds < <(sed -nE 's/^[[:space:]]*(-[[:space:]]*)?(run:[[:space:]]*)?(layergate[[:space:]].*)$/\3/p' "$workflow")
+[ "${#wf_cmds[@]}" = 1 ] || fail "expected one layergate command in $workflow, found ${#wf_cmds[@]}"
+grep -q 'uses: github/codeql-action/upload-sarif@' "$workflow" || fail "$workflow does not upload the SARIF"
+grep -q 'scripts/install-deps.sh' "$workflow" || fail "$workflow does not install the dependencies"
+entry=$(sed -nE 's/^[[:space:]]*entry:[[:space:]]*(.*)$/\1/p' "$hooks")
+files_re=$(sed -nE 's/^[[:space:]]*files:[[:space:]]*(.*)$/\1/p' "$hooks")
+pass_filenames=$(sed -nE 's/^[[:space:]]*pass_filenames:[[:space:]]*(.*)$/\1/p' "$hooks")
+[[ "$entry" == layergate\ check* ]] || fail "hook entry is '$entry', expected 'layergate check ...'"
+[ -n "$files_re" ] || fail "hook has no files pattern"
+if python3 -c 'import yaml' 2>/dev/null; then
+  python3 - "$workflow" "$hooks" <<'PY' || fail "the recipes are not the YAML they should be"
+import sys, yaml
+wf = yaml.safe_load(open(sys.argv[1]))
+steps = wf["jobs"]["layergate"]["steps"]
+assert any("upload-sarif" in s.get("uses", "") for s in steps), steps
+hooks = yaml.safe_load(open(sys.argv[2]))
+assert isinstance(hooks, list) and hooks[0]["id"] == "layergate", hooks
+for k in ("name", "entry", "language"):
+    assert k in hooks[0], k
+PY
+fi
+
+# --- fixture trees ------------------------------------------------------------------
+fx=$root/fixtures
+sg=$tmp/sglang-fork
+mkdir -p "$sg/python/sglang/srt/distributed/device_communicators" "$sg/sgl-kernel/csrc/allreduce" "$sg/.git" "$sg/build"
+cp "$fx/seed-force-pcie/custom_all_reduce.py" "$sg/python/sglang/srt/distributed/device_communicators/"
+cp "$fx/sglang-upstream/custom_all_reduce.cuh" "$sg/sgl-kernel/csrc/allreduce/"
+cp "$fx/vllm-fork-pcie/custom_all_reduce.py" "$fx/vllm-fork-pcie/custom_all_reduce.cuh" "$sg/build/"
+vl=$tmp/vllm
+mkdir -p "$vl/vllm/distributed/device_communicators" "$vl/csrc"
+cp "$fx/vllm-upstream/custom_all_reduce.py" "$vl/vllm/distributed/device_communicators/"
+cp "$fx/vllm-upstream/custom_all_reduce.cuh" "$vl/csrc/"
+echo '#include "custom_all_reduce.cuh"' >"$vl/csrc/custom_all_reduce.cu"
+
+# The hook's files pattern must select the gate and the dispatch (pre-commit
+# uses Python's re.search on repository-relative paths).
+python3 - "$files_re" <<'PY' || fail "hook files pattern '$files_re' does not select the right files"
+import re, sys
+r = re.compile(sys.argv[1])
+for p in ("python/sglang/srt/distributed/device_communicators/custom_all_reduce.py",
+          "sgl-kernel/csrc/allreduce/custom_all_reduce.cuh", "csrc/custom_all_reduce.cuh"):
+    assert r.search(p), p
+for p in ("csrc/custom_all_reduce.cu", "tests/test_custom_all_reduce.py", "custom_all_reduce.pyc"):
+    assert not r.search(p), p
+PY
+
+run() {  # run DIR EXPECTED_STATUS COMMAND -> output in $tmp/out
+  local dir=$1 want=$2 cmd=$3 status=0
+  (cd "$dir" && timeout 300 bash -c "$cmd") >"$tmp/out" 2>"$tmp/err" || status=$?
+  [ "$status" = "$want" ] || { cat "$tmp/err" >&2; fail "'$cmd' in $(basename "$dir"): exit $status, expected $want"; }
+}
+
+hook_cmd() {  # the command pre-commit runs in DIR
+  local dir=$1
+  if [ "$pass_filenames" = false ]; then
+    echo "$entry"
+  else
+    local files
+    files=$(cd "$dir" && find . -type f | sed 's|^\./||' | python3 -c 'import re,sys; r=re.compile(sys.argv[1]); print(" ".join(l.strip() for l in sys.stdin if r.search(l.strip())))' "$files_re")
+    echo "$entry $files"
+  fi
+}
+
+# GitHub Actions: the seed bug gives exit 1 and a SARIF file with its three results.
+run "$sg" 1 "${wf_cmds[0]}"
+python3 - "$sg/layergate.sarif" <<'PY' || fail "workflow: bad SARIF"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["version"] == "2.1.0"
+res = d["runs"][0]["results"]
+assert len(res) == 3 and all(r["ruleId"] == "LG001" for r in res), res
+uri = res[0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+assert uri == "python/sglang/srt/distributed/device_communicators/custom_all_reduce.py", uri
+PY
+schema=$root/third_party/sarif/node_modules/@microsoft/sarif-multitool-linux/sarif-2.1.0.json
+if [ -f "$schema" ] && python3 -c 'import jsonschema' 2>/dev/null; then
+  python3 -c 'import json,sys,jsonschema; jsonschema.validate(json.load(open(sys.argv[2])), json.load(open(sys.argv[1])))' \
+    "$schema" "$sg/layergate.sarif" || fail "workflow: SARIF does not validate against the 2.1.0 schema"
+fi
+run "$vl" 0 "${wf_cmds[0]}"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["runs"][0]["results"]==[]' "$vl/layergate.sarif" ||
+  fail "workflow: upstream vLLM should give no results"
+
+# pre-commit: the same verdicts, as clang-style text.
+run "$sg" 1 "$(hook_cmd "$sg")"
+grep -q 'custom_all_reduce.py:[0-9]*:[0-9]*: error: .*\[LG001\]' "$tmp/out" || fail "hook: no LG001 diagnostic"
+run "$vl" 0 "$(hook_cmd "$vl")"
+echo "ci_recipes: ok (workflow: '${wf_cmds[0]}'; hook: '$entry')"

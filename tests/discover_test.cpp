@@ -1,0 +1,416 @@
+// Discovery: the path matcher, target inheritance, the walk (noise it must
+// skip, loops it must not follow), and `layergate check DIR` end to end on
+// trees laid out like SGLang and vLLM checkouts, built from the fixtures.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cli/Scan.h"
+#include "discover/Discover.h"
+#include "model/Errors.h"
+#include "target/Target.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using namespace layergate;
+
+namespace {
+
+const std::string kSglangPy = "python/sglang/srt/distributed/device_communicators/custom_all_reduce.py";
+const std::string kSglangCuh = "sgl-kernel/csrc/allreduce/custom_all_reduce.cuh";
+const std::string kVllmPy = "vllm/distributed/device_communicators/custom_all_reduce.py";
+const std::string kVllmCuh = "csrc/custom_all_reduce.cuh";
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void put(const fs::path& p, const std::string& text) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p, std::ios::binary) << text;
+}
+
+void copyFixture(const std::string& fixture, const std::string& file, const fs::path& to) {
+  fs::create_directories(to.parent_path());
+  fs::copy_file(fs::path(LAYERGATE_FIXTURES) / fixture / file, to, fs::copy_options::overwrite_existing);
+}
+
+// A fresh directory per test, removed afterwards.
+class Tree : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    root_ = fs::temp_directory_path() /
+            ("lg_discover_" + std::to_string(getpid()) + "_" + info->test_suite_name() + "_" + info->name());
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+  }
+  void TearDown() override {
+    // Unreadable directories must be readable again to be removed.
+    std::error_code ec;
+    for (auto it = fs::recursive_directory_iterator(root_, fs::directory_options::skip_permission_denied, ec);
+         it != fs::recursive_directory_iterator(); it.increment(ec))
+      if (it->is_directory(ec) && !it->is_symlink(ec)) ::chmod(it->path().c_str(), 0755);
+    fs::remove_all(root_, ec);
+  }
+
+  // SGLang with sgl-kernel: the seed gate (opened for PCIe) over the upstream dispatch.
+  void sglang(const fs::path& at) {
+    copyFixture("seed-force-pcie", "custom_all_reduce.py", at / kSglangPy);
+    copyFixture("sglang-upstream", "custom_all_reduce.cuh", at / kSglangCuh);
+    put(at / "python/sglang/__init__.py", "");
+    put(at / "README.md", "sglang\n");
+  }
+  // vLLM, its ops in csrc/custom_all_reduce.cu (or libtorch_stable/, or none).
+  void vllm(const fs::path& at, const std::string& ops_file = "csrc/custom_all_reduce.cu") {
+    copyFixture("vllm-upstream", "custom_all_reduce.py", at / kVllmPy);
+    copyFixture("vllm-upstream", "custom_all_reduce.cuh", at / kVllmCuh);
+    if (!ops_file.empty()) put(at / ops_file, "#include \"custom_all_reduce.cuh\"\n");
+  }
+  // What a real checkout also holds: a .git dir and a build dir, each with
+  // another copy of a gate that must not be picked, a symlink loop and a
+  // symlink to a directory outside.
+  void noise(const fs::path& at) {
+    copyFixture("seed-force-pcie", "custom_all_reduce.py", at / ".git/objects/custom_all_reduce.py");
+    copyFixture("seed-force-pcie", "custom_all_reduce.cuh", at / ".git/objects/custom_all_reduce.cuh");
+    copyFixture("vllm-fork-pcie", "custom_all_reduce.py", at / "build/lib/custom_all_reduce.py");
+    copyFixture("vllm-fork-pcie", "custom_all_reduce.cuh", at / "build/lib/custom_all_reduce.cuh");
+    copyFixture("vllm-fork-pcie", "custom_all_reduce.py", at / "third_party/x/custom_all_reduce.py");
+    copyFixture("vllm-fork-pcie", "custom_all_reduce.cuh", at / "third_party/x/custom_all_reduce.cuh");
+    fs::create_directories(at / "loop");
+    fs::create_directory_symlink("..", at / "loop/up");
+    fs::create_directory_symlink(at / "loop", at / "loop/self");
+    fs::create_directory_symlink(LAYERGATE_FIXTURES, at / "fixtures-link");
+    put(at / "docs/index.md", "docs\n");
+  }
+
+  std::vector<target::Target> targets() { return target::loadTargets(target::defaultRulesDir()); }
+
+  fs::path root_;
+};
+
+struct CliRun {
+  int status = -1;
+  std::string out, err;
+};
+
+std::string quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+CliRun runCli(const std::string& args, const fs::path& cwd) {
+  fs::path dir = fs::temp_directory_path() / ("lg_discover_run_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  std::string cmd = "cd " + quote(cwd.string()) + " && timeout 300 " + quote(LAYERGATE_BINARY) + " " + args + " >" +
+                    quote((dir / "out").string()) + " 2>" + quote((dir / "err").string());
+  int st = std::system(cmd.c_str());
+  CliRun r;
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  r.out = slurp(dir / "out");
+  r.err = slurp(dir / "err");
+  return r;
+}
+
+int lines(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
+
+}  // namespace
+
+// --- the matcher -------------------------------------------------------------
+
+TEST(MatchSuffix, MatchesWholeComponentsAtTheEnd) {
+  std::string prefix;
+  EXPECT_TRUE(discover::matchSuffix("custom_all_reduce.py", "a/b/custom_all_reduce.py", &prefix));
+  EXPECT_EQ(prefix, "a/b/");
+  EXPECT_TRUE(discover::matchSuffix("custom_all_reduce.py", "custom_all_reduce.py", &prefix));
+  EXPECT_EQ(prefix, "");
+  EXPECT_FALSE(discover::matchSuffix("all_reduce.py", "a/custom_all_reduce.py"));
+  EXPECT_FALSE(discover::matchSuffix("csrc/custom_all_reduce.cuh", "xcsrc/custom_all_reduce.cuh"));
+  EXPECT_TRUE(discover::matchSuffix("csrc/custom_all_reduce.cuh", "ws/vllm/csrc/custom_all_reduce.cuh", &prefix));
+  EXPECT_EQ(prefix, "ws/vllm/");
+  EXPECT_FALSE(discover::matchSuffix("csrc/custom_all_reduce.cuh", "csrc/sub/custom_all_reduce.cuh"));
+}
+
+TEST(MatchSuffix, GlobsWithinAComponentAndDoubleStarAcrossComponents) {
+  std::string prefix;
+  EXPECT_TRUE(discover::matchSuffix("*.cuh", "a/x.cuh"));
+  EXPECT_FALSE(discover::matchSuffix("*.cuh", "a/x.cu"));
+  EXPECT_FALSE(discover::matchSuffix("a/*.cuh", "a/b/x.cuh"));  // '*' stays inside its component
+  EXPECT_TRUE(discover::matchSuffix("sgl-kernel/**/custom_all_reduce.cuh", "s/sgl-kernel/csrc/allreduce/custom_all_reduce.cuh", &prefix));
+  EXPECT_EQ(prefix, "s/");
+  EXPECT_TRUE(discover::matchSuffix("sgl-kernel/**/custom_all_reduce.cuh", "sgl-kernel/custom_all_reduce.cuh", &prefix));
+  EXPECT_EQ(prefix, "");
+  EXPECT_FALSE(discover::matchSuffix("sgl-kernel/**/custom_all_reduce.cuh", "kernel/csrc/custom_all_reduce.cuh"));
+  EXPECT_TRUE(discover::matchSuffix("include/flashinfer/comm/custom_all_reduce.cuh",
+                                    "fi/include/flashinfer/comm/custom_all_reduce.cuh", &prefix));
+  EXPECT_EQ(prefix, "fi/");
+}
+
+TEST(SkippedDirs, VcsBuildAndVendoredTrees) {
+  for (const char* d : {".git", ".venv", "build", "build-asan", "node_modules", "__pycache__", "third_party",
+                        "3rdparty", "site-packages", "foo.egg-info"})
+    EXPECT_TRUE(discover::isSkippedDirName(d)) << d;
+  for (const char* d : {"csrc", "python", "sgl-kernel", "vllm", "include", "allreduce"})
+    EXPECT_FALSE(discover::isSkippedDirName(d)) << d;
+}
+
+// --- matching without a file system -------------------------------------------
+
+TEST_F(Tree, LayoutTargetsPickTheirFilesAndTheFallbackOnlyWhenNothingElseMatches) {
+  auto t = targets();
+  auto units = discover::match({kSglangPy, kSglangCuh, "python/sglang/other.py"}, t);
+  ASSERT_EQ(units.size(), 1u);
+  EXPECT_EQ(units[0].target, "sglang-sgl-kernel");
+  EXPECT_EQ(units[0].python_files, std::vector<std::string>{kSglangPy});
+  EXPECT_EQ(units[0].cpp_files, std::vector<std::string>{kSglangCuh});
+
+  units = discover::match({kVllmPy, kVllmCuh, "csrc/libtorch_stable/custom_all_reduce.cu"}, t);
+  ASSERT_EQ(units.size(), 1u);
+  EXPECT_EQ(units[0].target, "vllm-libtorch-stable");
+
+  // Two checkouts side by side: SGLang without sgl-kernel on vLLM's ops.
+  units = discover::match({"sglang/" + kSglangPy, "vllm/" + kVllmPy, "vllm/" + kVllmCuh, "vllm/csrc/custom_all_reduce.cu"}, t);
+  ASSERT_EQ(units.size(), 2u);
+  EXPECT_EQ(units[0].target, "sglang-vllm-ops");
+  EXPECT_EQ(units[0].cpp_files, std::vector<std::string>{"vllm/" + kVllmCuh});
+  EXPECT_EQ(units[1].target, "vllm-csrc");
+
+  // No known layout: the generic target pairs each gate with the nearest dispatch.
+  units = discover::match({"a/custom_all_reduce.py", "a/custom_all_reduce.cuh", "b/c/custom_all_reduce.py",
+                           "b/custom_all_reduce.cuh"},
+                          t);
+  ASSERT_EQ(units.size(), 2u);
+  EXPECT_EQ(units[0].target, "custom-allreduce");
+  EXPECT_EQ(units[0].cpp_files, std::vector<std::string>{"a/custom_all_reduce.cuh"});
+  EXPECT_EQ(units[1].cpp_files, std::vector<std::string>{"b/custom_all_reduce.cuh"});
+
+  EXPECT_TRUE(discover::match({"a/custom_all_reduce.py", "README.md"}, t).empty());
+}
+
+// --- target inheritance ---------------------------------------------------------
+
+TEST_F(Tree, BundledLayoutsInheritTheGenericDescription) {
+  auto t = targets();
+  std::vector<std::string> names;
+  for (const auto& x : t) names.push_back(x.name);
+  for (const char* n : {"custom-allreduce", "sglang-sgl-kernel", "sglang-vllm-ops", "vllm-csrc", "vllm-libtorch-stable",
+                        "vendored-flashinfer"})
+    EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
+  for (const auto& x : t) {
+    EXPECT_EQ(x.python.probes.at("is_full_nvlink"), "full_nvlink") << x.name;
+    EXPECT_EQ(x.cpp.dispatch_functions, std::vector<std::string>{"allreduce"}) << x.name;
+    EXPECT_FALSE(x.discovery.python_paths.empty()) << x.name;
+    EXPECT_EQ(x.discovery.fallback, x.name == "custom-allreduce") << x.name;
+  }
+  auto fi = target::loadTarget(target::defaultRulesDir() + "/targets/vendored-flashinfer.json");
+  EXPECT_EQ(fi.extends, "custom-allreduce");
+  EXPECT_EQ(fi.cpp.members.count("fully_connected_"), 0u);  // null deletes the base's key
+  EXPECT_EQ(fi.cpp.members.at("full_nvlink_"), "full_nvlink");
+}
+
+TEST_F(Tree, ExtendsErrorsAreOneLine) {
+  const std::string base = R"({"name":"base","python":{"classes":["A"],"probes":{"p":"x"}},"cpp":{"classes":["B"],"dispatch_functions":["f"]}})";
+  auto expectError = [&](const std::string& what) {
+    try {
+      target::loadTargets(root_.string());
+      FAIL() << "no error, expected " << what;
+    } catch (const InputError& e) {
+      std::string m = e.what();
+      EXPECT_NE(m.find(what), std::string::npos) << m;
+      EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+    }
+  };
+  put(root_ / "targets/base.json", base);
+  put(root_ / "targets/a.json", R"({"name":"a","extends":"b"})");
+  put(root_ / "targets/b.json", R"({"name":"b","extends":"a"})");
+  expectError("cycle");
+  put(root_ / "targets/b.json", R"({"name":"b","extends":"nosuch"})");
+  expectError("unknown target 'nosuch'");
+  put(root_ / "targets/b.json", R"({"name":"a"})");
+  expectError("already used");
+  put(root_ / "targets/b.json", R"({"name":"b","extends":"base","python":{"probes":{"q":"y"}}})");
+  put(root_ / "targets/a.json", R"({"name":"a","extends":"b","discovery":{"python":["x.py"],"cpp":["x.cuh"]}})");
+  auto t = target::loadTargets(root_.string());
+  ASSERT_EQ(t.size(), 3u);
+  EXPECT_EQ(t[0].name, "a");
+  EXPECT_EQ(t[0].python.probes.size(), 2u);  // inherited through two levels, merged key by key
+  EXPECT_EQ(t[0].cpp.class_names, std::vector<std::string>{"B"});
+  EXPECT_EQ(t[0].discovery.python_paths, std::vector<std::string>{"x.py"});
+  EXPECT_TRUE(t[1].discovery.python_paths.empty());  // discovery is never inherited
+}
+
+// --- the walk ---------------------------------------------------------------------
+
+TEST_F(Tree, SglangCheckoutWithNoiseFindsOneGateAndSkipsCopiesAndLoops) {
+  sglang(root_);
+  noise(root_);
+  fs::create_directories(root_ / "locked/inner");
+  copyFixture("vllm-fork-pcie", "custom_all_reduce.py", root_ / "locked/inner/custom_all_reduce.py");
+  ::chmod((root_ / "locked").c_str(), 0);  // root reads it anyway: then it must just not crash
+
+  auto r = discover::discover(root_.string(), targets());
+  ASSERT_EQ(r.units.size(), 1u);
+  EXPECT_EQ(r.units[0].target, "sglang-sgl-kernel");
+  EXPECT_EQ(r.units[0].python_files, std::vector<std::string>{kSglangPy});
+  EXPECT_EQ(r.units[0].cpp_files, std::vector<std::string>{kSglangCuh});
+  if (geteuid() != 0) {
+    ASSERT_EQ(r.notes.size(), 1u);
+    EXPECT_NE(r.notes[0].find("locked"), std::string::npos);
+  }
+  for (const auto& c : r.candidates) {
+    EXPECT_EQ(c.find("build/"), std::string::npos) << c;
+    EXPECT_EQ(c.find(".git/"), std::string::npos) << c;
+    EXPECT_EQ(c.find("loop/"), std::string::npos) << c;
+    EXPECT_EQ(c.find("fixtures-link/"), std::string::npos) << c;
+  }
+}
+
+TEST_F(Tree, TooManyFilesIsAClearInputError) {
+  for (int i = 0; i < 30; ++i) put(root_ / ("d" + std::to_string(i % 3)) / ("f" + std::to_string(i)), "x");
+  discover::Options o;
+  o.max_files = 20;
+  try {
+    discover::discover(root_.string(), targets(), o);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--max-files"), std::string::npos) << e.what();
+  }
+  o.max_files = 30;
+  EXPECT_NO_THROW(discover::discover(root_.string(), targets(), o));
+}
+
+TEST_F(Tree, NothingFoundSaysWhatWasLookedFor) {
+  noise(root_);
+  auto t = targets();
+  auto r = discover::discover(root_.string(), t);
+  EXPECT_TRUE(r.units.empty());
+  try {
+    discover::requireUnits(r, t, "ROOT");
+    FAIL();
+  } catch (const InputError& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("no layered gate found under ROOT (looked for:"), std::string::npos) << m;
+    EXPECT_NE(m.find("custom_all_reduce.cuh"), std::string::npos) << m;
+  }
+  put(root_ / "src/custom_all_reduce.py", "class CustomAllreduce: pass\n");
+  r = discover::discover(root_.string(), t);
+  try {
+    discover::requireUnits(r, t, "ROOT");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("found the Python gate src/custom_all_reduce.py but no C++ dispatch"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// --- scanning: discovery + analysis, root-relative results --------------------------
+
+TEST_F(Tree, ScanAnalysesTheSglangGateWithRootRelativePaths) {
+  sglang(root_);
+  noise(root_);
+  driver::ScanRequest req;
+  req.root = root_.string();
+  fs::path cwd = fs::current_path();
+  auto s = driver::scan(req);
+  EXPECT_EQ(fs::current_path(), cwd);  // the scan leaves the working directory as it was
+  ASSERT_EQ(s.results.size(), 1u);
+  const auto& r = s.results[0];
+  EXPECT_EQ(r.target, "sglang-sgl-kernel");
+  ASSERT_EQ(r.findings.size(), 3u);  // world sizes 4, 6, 8 over PCIe, as in fixtures/seed-force-pcie
+  std::vector<int> ws;
+  for (const auto& f : r.findings) {
+    EXPECT_EQ(f.rule, "LG001");
+    ws.push_back(f.config.world_size.value_or(0));
+    for (const auto& l : f.locations) {
+      EXPECT_TRUE(l.file == kSglangPy || l.file == kSglangCuh) << l.file;
+    }
+  }
+  EXPECT_EQ(ws, (std::vector<int>{4, 6, 8}));
+  std::string text = driver::renderScanText(s, {});
+  EXPECT_EQ(text.find(root_.string()), std::string::npos) << text;
+}
+
+TEST_F(Tree, VllmLayoutsAreToldApartByTheirOpsFile) {
+  struct Case {
+    std::string ops, target;
+  } cases[] = {{"csrc/custom_all_reduce.cu", "vllm-csrc"},
+               {"csrc/libtorch_stable/custom_all_reduce.cu", "vllm-libtorch-stable"},
+               {"", "custom-allreduce"}};
+  for (const auto& c : cases) {
+    fs::remove_all(root_);
+    vllm(root_, c.ops);
+    noise(root_);
+    driver::ScanRequest req;
+    req.root = root_.string();
+    auto s = driver::scan(req);
+    ASSERT_EQ(s.results.size(), 1u) << c.target;
+    EXPECT_EQ(s.units[0].target, c.target);
+    EXPECT_EQ(s.units[0].python_files, std::vector<std::string>{kVllmPy});
+    EXPECT_EQ(s.units[0].cpp_files, std::vector<std::string>{kVllmCuh});
+    EXPECT_TRUE(s.results[0].findings.empty()) << c.target;  // upstream vLLM is consistent
+  }
+}
+
+// --- the CLI ------------------------------------------------------------------------
+
+TEST_F(Tree, CheckDirIsByteIdenticalAcrossRunsAndPlaces) {
+  sglang(root_ / "a");
+  noise(root_ / "a");
+  sglang(root_ / "b");
+  for (const char* fmt : {"text", "json", "sarif"}) {
+    CliRun one = runCli(std::string("check a --format ") + fmt, root_);
+    CliRun two = runCli(std::string("check . --format ") + fmt, root_ / "b");
+    EXPECT_EQ(one.status, 1) << fmt << one.err;
+    EXPECT_EQ(two.status, 1) << fmt << two.err;
+    EXPECT_EQ(one.out, two.out) << fmt;
+    EXPECT_EQ(one.out.find(root_.string()), std::string::npos) << fmt;
+  }
+  CliRun text = runCli("check a --no-matrix", root_);
+  EXPECT_NE(text.out.find(kSglangPy + ":"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("target sglang-sgl-kernel"), std::string::npos) << text.out;
+  CliRun j = runCli("check a --format json", root_);
+  auto doc = json::parse(j.out);
+  ASSERT_EQ(doc["analyses"].size(), 1u);
+  EXPECT_EQ(doc["analyses"][0]["target"], "sglang-sgl-kernel");
+  EXPECT_EQ(doc["analyses"][0]["inputs"]["python"][0], kSglangPy);
+  EXPECT_EQ(doc["summary"]["errors"], 3);
+}
+
+TEST_F(Tree, CheckDirWithNothingExitsTwoWithOneLine) {
+  noise(root_);
+  CliRun r = runCli("check .", root_);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("no layered gate found under ."), std::string::npos) << r.err;
+}
+
+TEST_F(Tree, CheckClassifiesPositionalFilesAndForcesATarget) {
+  sglang(root_);
+  CliRun r = runCli("check --no-matrix " + kSglangCuh + " " + kSglangPy, root_);
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_NE(r.out.find("[LG001]"), std::string::npos);
+  CliRun bad = runCli("check README.md", root_);
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_EQ(lines(bad.err), 1) << bad.err;
+  CliRun forced = runCli("check . --target vendored-flashinfer --no-matrix", root_);
+  EXPECT_EQ(forced.status, 1) << forced.err;
+  EXPECT_NE(forced.out.find("(target vendored-flashinfer)"), std::string::npos) << forced.out;
+  CliRun unknown = runCli("check . --target nosuch", root_);
+  EXPECT_EQ(unknown.status, 2);
+  EXPECT_NE(unknown.err.find("unknown target 'nosuch'"), std::string::npos) << unknown.err;
+  CliRun both = runCli("check . --python " + kSglangPy, root_);
+  EXPECT_EQ(both.status, 2);
+}

@@ -1,0 +1,161 @@
+#include "cli/Scan.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "model/Errors.h"
+
+namespace layergate::driver {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// The analyses run from inside the root so that every path the frontends
+// record (locations, trace hops, notes on stubbed includes) is root-relative
+// as written, without rewriting each field of the model afterwards.
+class InDirectory {
+ public:
+  explicit InDirectory(const std::string& dir) : old_(fs::current_path()) {
+    if (::chdir(dir.c_str()) != 0) throw InputError(dir + ": cannot enter directory: " + std::strerror(errno));
+  }
+  ~InDirectory() {
+    std::error_code ec;
+    fs::current_path(old_, ec);
+  }
+  InDirectory(const InDirectory&) = delete;
+  InDirectory& operator=(const InDirectory&) = delete;
+
+ private:
+  fs::path old_;
+};
+
+std::string absolute(const std::string& p) { return p.empty() ? p : fs::absolute(p).lexically_normal().string(); }
+
+std::string filesText(const discover::Unit& u) {
+  std::string s;
+  for (const auto& f : u.python_files) s += (s.empty() ? "" : ", ") + f;
+  s += " + ";
+  for (size_t i = 0; i < u.cpp_files.size(); ++i) s += (i ? ", " : "") + u.cpp_files[i];
+  return s;
+}
+
+// Findings in location order (gate file, line, column), then rule and
+// configuration, so that output does not depend on the order checks run in.
+void sortFindings(std::vector<model::Finding>& fs_) {
+  auto key = [](const model::Finding& f) {
+    model::Location l = f.locations.empty() ? model::Location{} : f.locations[0];
+    return std::make_tuple(l.file, l.line, l.col, f.rule, f.config.world_size.value_or(0),
+                           f.config.full_nvlink.value_or(false), f.message);
+  };
+  std::stable_sort(fs_.begin(), fs_.end(), [&](const model::Finding& a, const model::Finding& b) { return key(a) < key(b); });
+}
+
+}  // namespace
+
+ScanResult scan(const ScanRequest& req) {
+  std::string rules = absolute(req.base.rules_dir.empty() ? target::defaultRulesDir() : req.base.rules_dir);
+  auto targets = target::loadTargets(rules);
+
+  discover::Result found;
+  if (!req.base.target.empty()) {
+    // --target NAME: that target's own layout if it matches, else every gate
+    // the other descriptions find, analysed with NAME's description.
+    target::Target forced = selectTarget(rules, req.base.target);
+    forced.discovery.fallback = false;
+    found = discover::discover(req.root, {forced}, req.discover);
+    if (found.units.empty()) {
+      found = discover::discover(req.root, targets, req.discover);
+      discover::requireUnits(found, targets, req.root);
+      for (auto& u : found.units) u.target = forced.name;
+    }
+  } else {
+    found = discover::discover(req.root, targets, req.discover);
+    discover::requireUnits(found, targets, req.root);
+  }
+
+  ScanResult out;
+  out.notes = found.notes;
+  Request base = req.base;
+  base.rules_dir = rules;
+  for (auto& d : base.cpp.include_dirs) d = absolute(d);
+  if (base.cpp.real_cuda_sdk) base.cpp.cuda_path = absolute(base.cpp.cuda_path);
+
+  std::string first_error;
+  InDirectory in(req.root);
+  for (const auto& u : found.units) {
+    Request r = base;
+    r.target = u.target;
+    r.python_files = u.python_files;
+    r.cpp_files = u.cpp_files;
+    try {
+      report::Result res = analyse(r);
+      sortFindings(res.findings);
+      out.units.push_back(u);
+      out.results.push_back(std::move(res));
+    } catch (const InputError& e) {
+      if (first_error.empty()) first_error = e.what();
+      out.notes.push_back(fmt::format("{} (target {}) not analysed: {}", filesText(u), u.target, e.what()));
+    }
+  }
+  if (out.results.empty()) throw InputError(first_error);
+  return out;
+}
+
+int countAtLeast(const ScanResult& s, model::Severity severity) {
+  int n = 0;
+  for (const auto& r : s.results) n += report::countAtLeast(r, severity);
+  return n;
+}
+
+std::string renderScanText(const ScanResult& s, const report::TextOptions& o) {
+  std::string out;
+  for (size_t i = 0; i < s.results.size(); ++i) {
+    if (i) out += "\n";
+    out += fmt::format("layergate: checking {} (target {})\n", filesText(s.units[i]), s.units[i].target);
+    out += report::renderText(s.results[i], o);
+  }
+  for (const auto& n : s.notes) out += fmt::format("layergate: note: {}\n", n);
+  if (s.results.size() > 1) {
+    int errors = countAtLeast(s, model::Severity::Error);
+    int warnings = countAtLeast(s, model::Severity::Warning) - errors;
+    out += fmt::format("\nin all, {} gate{}: {} error{}, {} warning{}\n", s.results.size(),
+                       s.results.size() == 1 ? "" : "s", errors, errors == 1 ? "" : "s", warnings,
+                       warnings == 1 ? "" : "s");
+  }
+  return out;
+}
+
+std::string renderScanJson(const ScanResult& s) {
+  json analyses = json::array();
+  for (const auto& r : s.results) {
+    json j = json::parse(report::renderJson(r));
+    j.erase("tool");
+    analyses.push_back(std::move(j));
+  }
+  int errors = countAtLeast(s, model::Severity::Error);
+  json out = {{"tool", {{"name", "layergate"}, {"version", LAYERGATE_VERSION}}},
+              {"analyses", analyses},
+              {"notes", s.notes},
+              {"summary", {{"errors", errors}, {"warnings", countAtLeast(s, model::Severity::Warning) - errors}}}};
+  return out.dump(2) + "\n";
+}
+
+std::string renderScanSarif(const ScanResult& s) {
+  json out = json::parse(report::renderSarif(s.results.at(0)));
+  json& results = out["runs"][0]["results"];
+  for (size_t i = 1; i < s.results.size(); ++i) {
+    json more = json::parse(report::renderSarif(s.results[i]));
+    for (auto& r : more["runs"][0]["results"]) results.push_back(std::move(r));
+  }
+  return out.dump(2) + "\n";
+}
+
+}  // namespace layergate::driver

@@ -1,0 +1,38 @@
+// Scanning a directory: discovery (tool/discover/), then one analysis per
+// unit it found, every path in the results relative to the scanned root.
+//
+// Takes: the root and the options of a check. Returns: the units and their
+// report::Results, in discovery order. Throws InputError when nothing is found
+// (exit status 2, never "no findings") or when every unit fails.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "cli/Analysis.h"
+#include "discover/Discover.h"
+
+namespace layergate::driver {
+
+struct ScanRequest {
+  std::string root;
+  Request base;  // options for each analysis; its file lists are ignored
+  discover::Options discover;
+};
+
+struct ScanResult {
+  std::vector<discover::Unit> units;    // the units analysed
+  std::vector<report::Result> results;  // one per unit, same order
+  std::vector<std::string> notes;       // discovery notes, units that could not be analysed
+};
+
+ScanResult scan(const ScanRequest& request);
+
+std::string renderScanText(const ScanResult& s, const report::TextOptions& o);
+// {"tool", "analyses": [the single-check JSON of each unit], "notes", "summary"}
+std::string renderScanJson(const ScanResult& s);
+// One run holding every unit's results (code scanning wants one run per tool).
+std::string renderScanSarif(const ScanResult& s);
+int countAtLeast(const ScanResult& s, model::Severity severity);
+
+}  // namespace layergate::driver
