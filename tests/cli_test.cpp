@@ -15,7 +15,7 @@ using nlohmann::json;
 
 namespace {
 
-struct Run {
+struct CliRun {
   int status = -1;
   std::string out, err;
 };
@@ -35,14 +35,14 @@ std::string quote(const std::string& s) {
 
 // Runs layergate with args (already quoted), with a time limit so that a hang
 // fails the test instead of the CI job.
-Run layergate(const std::string& args) {
+CliRun layergate(const std::string& args) {
   fs::path dir = fs::temp_directory_path() / ("lg_cli_" + std::to_string(getpid()));
   fs::create_directories(dir);
   std::string cmd = "cd " + quote(fs::path(LAYERGATE_FIXTURES).string()) + " && timeout 120 " +
                     quote(LAYERGATE_BINARY) + " " + args + " >" + quote((dir / "out").string()) + " 2>" +
                     quote((dir / "err").string());
   int st = std::system(cmd.c_str());
-  Run r;
+  CliRun r;
   r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
   r.out = slurp(dir / "out");
   r.err = slurp(dir / "err");
@@ -58,7 +58,7 @@ int lines(const std::string& s) { return static_cast<int>(std::count(s.begin(), 
 }  // namespace
 
 TEST(Cli, SeedScenarioExitsOneWithClangStyleDiagnostics) {
-  Run r = layergate(check("seed-force-pcie/custom_all_reduce.py", "seed-force-pcie/custom_all_reduce.cuh", "--color never"));
+  CliRun r = layergate(check("seed-force-pcie/custom_all_reduce.py", "seed-force-pcie/custom_all_reduce.cuh", "--color never"));
   EXPECT_EQ(r.status, 1) << r.err;
   EXPECT_NE(r.out.find("seed-force-pcie/custom_all_reduce.py:"), std::string::npos);
   EXPECT_NE(r.out.find(": error: world size 8 without NVLink"), std::string::npos) << r.out;
@@ -71,13 +71,13 @@ TEST(Cli, SeedScenarioExitsOneWithClangStyleDiagnostics) {
 
 TEST(Cli, FailOnNeverExitsZeroAndUpstreamIsClean) {
   EXPECT_EQ(layergate(check("seed-force-pcie/custom_all_reduce.py", "seed-force-pcie/custom_all_reduce.cuh", "--fail-on never")).status, 0);
-  Run r = layergate(check("sglang-upstream/custom_all_reduce.py", "sglang-upstream/custom_all_reduce.cuh"));
+  CliRun r = layergate(check("sglang-upstream/custom_all_reduce.py", "sglang-upstream/custom_all_reduce.cuh"));
   EXPECT_EQ(r.status, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("0 errors"), std::string::npos);
 }
 
 TEST(Cli, JsonHasTheDocumentedShape) {
-  Run r = layergate(check("seed-force-pcie/custom_all_reduce.py", "seed-force-pcie/custom_all_reduce.cuh", "--format json"));
+  CliRun r = layergate(check("seed-force-pcie/custom_all_reduce.py", "seed-force-pcie/custom_all_reduce.cuh", "--format json"));
   ASSERT_EQ(r.status, 1) << r.err;
   json j = json::parse(r.out);
   ASSERT_EQ(j["findings"].size(), 3u);
@@ -103,7 +103,7 @@ TEST(Cli, JsonHasTheDocumentedShape) {
 TEST(Cli, BadInputsGiveExitTwoAndOneLine) {
   json cases = json::parse(slurp(fs::path(LAYERGATE_FIXTURES) / "bad" / "cases.json"));
   for (const auto& c : cases["cases"]) {
-    Run r = layergate(check(c["python"], c["cpp"]));
+    CliRun r = layergate(check(c["python"], c["cpp"]));
     EXPECT_EQ(r.status, c["exit"].get<int>()) << c["reason"] << "\nstdout: " << r.out << "\nstderr: " << r.err;
     if (c["exit"] == 2) {
       EXPECT_EQ(lines(r.err), 1) << c["reason"] << ": " << r.err;
@@ -114,35 +114,35 @@ TEST(Cli, BadInputsGiveExitTwoAndOneLine) {
 }
 
 TEST(Cli, UsageErrorsExitTwo) {
-  Run r = layergate("check --python x.py");
+  CliRun r = layergate("check --python x.py");
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("--cpp"), std::string::npos) << r.err;
   EXPECT_EQ(layergate("frobnicate").status, 2);
   EXPECT_EQ(layergate("").status, 2);
   EXPECT_EQ(layergate(check("sglang-upstream/custom_all_reduce.py", "sglang-upstream/custom_all_reduce.cuh", "--format xml")).status, 2);
-  Run d = layergate(check(".", "sglang-upstream/custom_all_reduce.cuh"));
+  CliRun d = layergate(check(".", "sglang-upstream/custom_all_reduce.cuh"));
   EXPECT_EQ(d.status, 2);
   EXPECT_NE(d.err.find("directory"), std::string::npos) << d.err;
 }
 
 TEST(Cli, HelpVersionRulesAndExplain) {
-  Run h = layergate("--help");
+  CliRun h = layergate("--help");
   EXPECT_EQ(h.status, 0);
   EXPECT_NE(h.out.find("check"), std::string::npos);
   EXPECT_NE(h.out.find("Exit status"), std::string::npos);
-  Run ch = layergate("check --help");
+  CliRun ch = layergate("check --help");
   EXPECT_EQ(ch.status, 0);
   EXPECT_NE(ch.out.find("--fail-on"), std::string::npos);
   EXPECT_EQ(layergate("--version").status, 0);
-  Run rules = layergate("rules");
+  CliRun rules = layergate("rules");
   EXPECT_EQ(rules.status, 0);
   EXPECT_NE(rules.out.find("LG001"), std::string::npos);
   EXPECT_NE(rules.out.find("LG002"), std::string::npos);
-  Run e = layergate("explain lg001");
+  CliRun e = layergate("explain lg001");
   EXPECT_EQ(e.status, 0);
   for (const char* section : {"## What it does", "## Why is this bad?", "## Example", "## Use instead"})
     EXPECT_NE(e.out.find(section), std::string::npos) << section;
-  Run bad = layergate("explain LG999");
+  CliRun bad = layergate("explain LG999");
   EXPECT_EQ(bad.status, 2);
   EXPECT_EQ(lines(bad.err), 1);
 }

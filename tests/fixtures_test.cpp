@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <algorithm>
 #include <set>
 #include <sstream>
 
@@ -83,17 +84,36 @@ TEST_P(Fixture, VerdictMatchesExpectAndGolden) {
       if (f.rule != e["rule"] || f.config.world_size != e["world_size"].get<int>() ||
           f.config.full_nvlink != e["full_nvlink"].get<bool>())
         continue;
+      // The counterexample's env: exactly the variables expect.json names,
+      // each with an accepted value ("1"; any of env_any_of; or, for
+      // {"int_at_least": N}, a number >= N). Unset variables may be listed.
       std::map<std::string, std::string> env;
-      for (const auto& [k, v] : f.config.env) env[k] = v.value_or("<unset>");
-      std::map<std::string, std::string> want_env;
+      for (const auto& [k, v] : f.config.env)
+        if (v) env[k] = *v;
+      std::set<std::string> want_names;
       if (e.contains("env"))
-        for (auto it = e["env"].begin(); it != e["env"].end(); ++it) want_env[it.key()] = it.value().get<std::string>();
-      // get_bool_env_var accepts several spellings; expect.json names one.
-      for (auto& [k, v] : env)
-        if (want_env.count(k) && (v == "true" || v == "True" || v == "TRUE" || v == "1") &&
-            (want_env[k] == "1" || want_env[k] == "true"))
-          v = want_env[k];
-      EXPECT_EQ(env, want_env) << f.message;
+        for (auto it = e["env"].begin(); it != e["env"].end(); ++it) want_names.insert(it.key());
+      std::set<std::string> got_names;
+      for (const auto& [k, v] : env) got_names.insert(k);
+      EXPECT_EQ(got_names, want_names) << f.message;
+      if (e.contains("env")) {
+        for (auto it = e["env"].begin(); it != e["env"].end(); ++it) {
+          if (!env.count(it.key())) continue;
+          const std::string& v = env[it.key()];
+          if (it.value().is_object()) {
+            std::int64_t n = it.value()["int_at_least"].get<std::int64_t>();
+            EXPECT_TRUE(!v.empty() && std::all_of(v.begin(), v.end(), ::isdigit) && std::stoll(v) >= n)
+                << it.key() << "=" << v << " (want an int >= " << n << ")";
+          } else if (e.contains("env_any_of") && e["env_any_of"].contains(it.key())) {
+            auto any = e["env_any_of"][it.key()].get<std::vector<std::string>>();
+            EXPECT_NE(std::find(any.begin(), any.end(), v), any.end()) << it.key() << "=" << v;
+          } else {
+            EXPECT_EQ(v, it.value().get<std::string>()) << it.key();
+          }
+        }
+      }
+      if (e.contains("env_unset"))
+        for (const auto& n : e["env_unset"]) EXPECT_EQ(env.count(n.get<std::string>()), 0u) << n;
       if (e.contains("nbytes_min")) {
         ASSERT_TRUE(f.sizes);
         EXPECT_EQ(f.sizes->lo, e["nbytes_min"].get<std::int64_t>()) << f.message;

@@ -25,6 +25,102 @@ struct Location {
   bool valid() const { return !file.empty() && line > 0; }
 };
 
+// One step of the flag's journey from the Python probe to the C++ branch.
+struct Hop {
+  std::string hop;     // "probe", "attribute", "call argument #4", "member", "branch condition"
+  Location where;
+};
+
+// ---- Trace facts (issue 3): what each frontend extracts so that the linker
+// (tool/link) can follow the NVLink flag across the language boundary. Found
+// by positions and names in the code, never by knowing the flag's spelling.
+
+// An argument at a Python call site.
+struct CallArg {
+  int position = -1;        // 0-based positional index; -1 for a keyword argument
+  std::string keyword;      // keyword name for keyword arguments
+  std::string text;         // source text of the argument
+  ExprPtr value;            // symbolic value (Bool or Int sort) or nullptr when not a bool/int
+  std::vector<Hop> origin;  // where the value came from, oldest first: probe call,
+                            // local assignment, attribute store, monkeypatch, env override
+  Location where;
+};
+
+// A call from the gate class (constructor or a method it runs) to a function
+// it does not define: a candidate native op (ops.init_custom_ar(...)).
+struct NativeCall {
+  std::string callee;       // dotted source text: "ops.init_custom_ar", "torch.ops.sgl_kernel.init_custom_ar.default"
+  std::string name;         // op name: last component, skipping "default"/"__call__": "init_custom_ar"
+  ExprPtr reached = True(); // path condition at the call
+  std::vector<CallArg> args;
+  Location where;
+};
+
+// A Python function in one of the given files that calls another function
+// with (some of) its own parameters: the thin op wrapper of sgl_kernel/_custom_ops.
+struct Forwarder {
+  std::string name;                 // the def's name
+  std::vector<std::string> params;  // its parameter names, in order
+  NativeCall call;                  // the call it makes (args' text are expressions over params)
+  std::vector<int> arg_param;       // per call.args[i]: index into params it passes through, or -1
+  Location where;
+};
+
+struct CppParam {
+  std::string type;          // spelled type, e.g. "bool", "int64_t"
+  std::string name;
+  bool has_default = false;
+  std::string default_text;
+};
+
+// An op registration: a torch library schema (m.def("name(schema)")),
+// m.impl("name", &fn), or a pybind11 m.def("name", &fn).
+struct OpBinding {
+  std::string op;                      // "init_custom_ar"
+  std::string kind;                    // "torch-schema", "torch-impl", "pybind11"
+  std::vector<CppParam> schema_params; // parsed from the schema string (torch-schema only)
+  std::string function;                // bound C++ function name, empty when not named
+  Location where;
+};
+
+// `new C(args)`, `std::make_unique<C>(args)` or `C(args)` inside a C++ function.
+struct Construction {
+  std::string class_name;
+  std::vector<std::string> arg_texts;
+  std::vector<int> arg_param;          // per argument: index of the enclosing function's parameter it is, or -1
+  Location where;
+};
+
+// A C++ free function with a body in the given files (candidate op entry).
+struct CppEntry {
+  std::string name;
+  std::vector<CppParam> params;
+  std::vector<Construction> constructs;
+  Location where;
+};
+
+// member(param) in a constructor's init list, or `member = param;` in its body.
+struct MemberInit {
+  std::string member;
+  int param = -1;                      // index of the constructor parameter, or -1
+  std::string text;                    // the initialiser's source text
+  Location where;
+};
+
+struct CtorInfo {
+  std::string class_name;
+  std::vector<CppParam> params;
+  std::vector<MemberInit> inits;
+  Location where;
+};
+
+// A dispatch condition that reads a member mapped to a config variable.
+struct MemberUse {
+  std::string member;                  // "full_nvlink_"
+  std::string config;                  // "full_nvlink"
+  Location where;                      // the condition (spelling location)
+};
+
 // A symbol the frontend could not interpret, reported so the user knows what
 // the verdict assumes (opaques are existentially free: "if this can be true").
 struct OpaqueSymbol {
@@ -64,6 +160,10 @@ struct Gate {
   std::vector<Location> env_read_locs;
   std::vector<OpaqueSymbol> opaques;
   std::vector<std::string> notes;   // approximations the walker made
+  // Trace facts.
+  std::vector<NativeCall> native_calls;  // from the gate class
+  std::vector<Forwarder> forwarders;     // from every given Python file
+  std::vector<std::string> files;        // the Python files that were read
 };
 
 enum class LeafKind { Launch, Throw, None };
@@ -86,16 +186,16 @@ struct Dispatch {
   std::vector<OpaqueSymbol> opaques;
   std::vector<std::string> env_reads;   // std::getenv names
   std::vector<std::string> notes;       // parse problems, stubbed includes, ...
+  // Trace facts.
+  std::vector<OpBinding> bindings;
+  std::vector<CppEntry> entries;
+  std::vector<CtorInfo> ctors;          // constructors of the dispatch class
+  std::vector<MemberUse> member_uses;   // in the dispatch's conditions
   // launch == OR of the Launch leaves' conditions, etc.
   ExprPtr launchCondition() const;
   ExprPtr throwCondition() const;
 };
 
-// One step of the flag's journey from the Python probe to the C++ branch.
-struct Hop {
-  std::string hop;     // "probe", "attribute", "call argument #4", "member", "branch condition"
-  Location where;
-};
 
 enum class Severity { Error, Warning, Note };
 const char* severityName(Severity s);

@@ -40,6 +40,7 @@ std::string dispatchCell(const solve::CellVerdict& v) {
   std::vector<std::string> parts;
   for (int pass = 0; pass < 3; ++pass) {
     for (const auto& p : v.dispatch) {
+      if (p.precondition) continue;  // listed in JSON; not a property of the cell
       int want = p.kind == model::LeafKind::Launch ? 0 : p.kind == model::LeafKind::None ? 1 : 2;
       if (want != pass) continue;
       std::string what = pass == 0 ? p.kernel : pass == 1 ? "no kernel" : "throw";

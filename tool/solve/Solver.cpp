@@ -36,9 +36,14 @@ enum class Side { Python, Cpp };
 
 std::string SizeRange::str() const {
   std::string lo_s = human(lo);
-  if (unbounded()) return lo == 0 ? "any size" : ">= " + lo_s;
-  // Upper bounds are usually "< threshold"; print them that way when round.
-  std::string hi_s = (hi + 1) % 1024 == 0 ? "< " + human(hi + 1) : "<= " + human(hi);
+  if (unbounded()) return lo <= 1 ? "any size" : ">= " + lo_s;
+  // Upper bounds are usually "< threshold" (possibly less the alignment:
+  // 8 MiB - 16 B when sizes are multiples of 16); print them that way.
+  std::string hi_s;
+  std::int64_t round = (hi / 1024 + 1) * 1024;
+  if (hi + 1 == round) hi_s = "< " + human(round);
+  else if (round - hi <= 64) hi_s = human(round) + " - " + std::to_string(round - hi) + " B";
+  else hi_s = human(hi);
   return lo_s + " .. " + hi_s;
 }
 
@@ -59,6 +64,15 @@ std::string describeEnv(const std::vector<std::pair<std::string, std::optional<s
     out += value ? name + "=" + *value : name + " unset";
   }
   return out;
+}
+
+// A leaf whose condition reads no config variable is reached only through the
+// dispatch's own preconditions (unregistered buffer, size not a multiple of
+// the pack): something the gate cannot see and does not promise.
+static bool configDependent(const model::Leaf& l) {
+  for (const auto& v : model::varsOf(l.condition))
+    if (v.kind == VarKind::Config) return true;
+  return false;
 }
 
 static std::string cellName(const Cell& c) {
@@ -163,7 +177,14 @@ struct Solver::Impl {
         case Op::StrToInt: {
           // int(s): the numeric constants map to their value; any other
           // string to an unknown integer (one per converted expression).
+          // Keyed by the env variable converted, so that the report can
+          // print int(NAME)'s value when NAME holds "some other string".
           std::string key = "int(" + e->args[0]->str() + ")";
+          for (const auto& v : model::varsOf(e->args[0]))
+            if (!model::envNameOf(v.name).empty()) {
+              key = "int(env:" + model::envNameOf(v.name) + ")";
+              break;
+            }
           z3::expr other = var(key, Sort::Int, VarKind::Opaque, side);
           r = other;
           for (size_t k = 0; k < str_consts.size(); ++k) {
@@ -332,13 +353,39 @@ struct Solver::Impl {
       }
     }
     if (!sat(s, c, "counterexample")) return {};
+    // Prefer the spellings people write ("1", then "true") for set variables.
+    for (const auto& n : env_names) {
+      z3::expr set = var(model::envSetVar(n), Sort::Bool, VarKind::Config, Side::Python);
+      z3::expr val = var(model::envVar(n), Sort::Str, VarKind::Config, Side::Python);
+      if (!s.get_model().eval(set, true).is_true()) continue;
+      for (const char* pref : {"1", "true"}) {
+        if (!str_ids.count(pref)) continue;
+        s.push();
+        s.add(val == str_ids[pref]);
+        bool ok = sat(s, c, "counterexample");
+        s.pop();
+        if (ok) {
+          s.add(val == str_ids[pref]);
+          break;
+        }
+      }
+      if (!sat(s, c, "counterexample")) return {};
+    }
     z3::model m = s.get_model();
     std::vector<std::pair<std::string, std::optional<std::string>>> env;
     for (const auto& n : env_names) {
       z3::expr set = var(model::envSetVar(n), Sort::Bool, VarKind::Config, Side::Python);
       if (!m.eval(set, true).is_true()) continue;
       z3::expr v = m.eval(var(model::envVar(n), Sort::Str, VarKind::Config, Side::Python), true);
-      env.push_back({n, strOf(v).value_or("<any other value>")});
+      std::optional<std::string> text = strOf(v);
+      if (!text) {
+        // Not one of the compared constants: if the gate converts it with
+        // int(), its integer value is what matters; show that.
+        auto it = vars.find("py:int(env:" + n + ")#i");
+        int64_t iv = 0;
+        if (it != vars.end() && m.eval(it->second, true).is_numeral_i64(iv)) text = std::to_string(iv);
+      }
+      env.push_back({n, text.value_or("<any other value>")});
     }
     if (out_model) *out_model = m;
     return env;
@@ -437,6 +484,7 @@ const std::vector<CellVerdict>& Solver::matrix() {
         p.kernel = leaf.kind == LeafKind::Launch ? leaf.kernel : leaf.text;
         p.sizes = I.sizeRange(f, c);
         p.where = leaf.spelling;
+        p.precondition = !configDependent(leaf);
         v.dispatch.push_back(std::move(p));
       }
       // Leaves reachable only through opaque preconditions (buffer not
@@ -460,6 +508,13 @@ std::optional<Gap> Solver::findGap(const Cell& c, GapKind kind) {
   // no fall-through, so every way through throws.
   z3::expr q = I.gate && I.cellExpr(c) && !I.launch_any &&
                (kind == GapKind::NoKernel ? I.none_any : (!I.none_any && I.throw_any));
+  // An env variable only the dispatch reads (an algorithm override) is taken
+  // as unset for throws: a throw on a bad value is input checking the user
+  // asked for, not a gap the gate opened.
+  if (kind == GapKind::Throws)
+    for (const auto& n : dispatch_.env_reads)
+      if (std::find(gate_.env_reads.begin(), gate_.env_reads.end(), n) == gate_.env_reads.end())
+        q = q && !I.var(model::envSetVar(n), Sort::Bool, VarKind::Config, Side::Cpp);
   {
     Impl::Query gq(I);
     gq.s.add(q);
@@ -499,11 +554,6 @@ std::optional<Gap> Solver::findGap(const Cell& c, GapKind kind) {
   // default, the missing else) over one reached only through the dispatch's
   // own preconditions (an unregistered buffer), which also "reach" it.
   LeafKind want = kind == GapKind::NoKernel ? LeafKind::None : LeafKind::Throw;
-  auto configDependent = [](const model::Leaf& l) {
-    for (const auto& v : model::varsOf(l.condition))
-      if (v.kind == VarKind::Config) return true;
-    return false;
-  };
   for (int pass = 0; pass < 2 && !g.leaf; ++pass)
     for (size_t i = 0; i < dispatch_.leaves.size() && !g.leaf; ++i) {
       const auto& l = dispatch_.leaves[i];
