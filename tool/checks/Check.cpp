@@ -8,6 +8,9 @@ namespace layergate::checks {
 
 std::unique_ptr<Check> makeNoKernelCheck();
 std::unique_ptr<Check> makeDispatchThrowsCheck();
+std::unique_ptr<Check> makeForcedFlagCheck();
+std::unique_ptr<Check> makeBoundaryMismatchCheck();
+std::unique_ptr<Check> makeTraceBreakCheck();
 
 const std::vector<RuleInfo>& allRules() {
   static const std::vector<RuleInfo> rules = {
@@ -15,6 +18,12 @@ const std::vector<RuleInfo>& allRules() {
        "The Python gate admits a configuration for which the C++ dispatch launches no kernel"},
       {"LG002", "admitted-dispatch-throws", model::Severity::Error,
        "The Python gate admits a configuration for which the C++ dispatch throws"},
+      {"LG003", "forced-flag", model::Severity::Warning,
+       "The NVLink flag that reaches C++ is not only the hardware probe (a literal, an env override, a spoofed probe)"},
+      {"LG005", "boundary-mismatch", model::Severity::Error,
+       "The flag's argument count or position differs between the Python call and the C++ signature"},
+      {"LG006", "trace-break", model::Severity::Warning,
+       "The flag could not be followed from the Python gate to the C++ branch"},
       {"LG007", "undecided", model::Severity::Warning,
        "The solver could not decide a configuration within its time limit"},
   };
@@ -32,6 +41,9 @@ const std::vector<std::unique_ptr<Check>>& allChecks() {
     std::vector<std::unique_ptr<Check>> v;
     v.push_back(makeNoKernelCheck());
     v.push_back(makeDispatchThrowsCheck());
+    v.push_back(makeForcedFlagCheck());
+    v.push_back(makeBoundaryMismatchCheck());
+    v.push_back(makeTraceBreakCheck());
     return v;
   }();
   return checks;
@@ -68,6 +80,7 @@ model::Finding gapFinding(const RuleInfo& rule, const solve::Gap& gap, const Che
   f.rule = rule.id;
   f.severity = rule.severity;
   f.config = gap.counterexample;
+  if (ctx.flag) f.trace = ctx.flag->hops;
   f.sizes = model::ByteRange{gap.sizes.lo, gap.sizes.unbounded() ? -1 : gap.sizes.hi};
 
   std::string when = gap.counterexample.env.empty() ? "" : " when " + solve::describeEnv(gap.counterexample.env);

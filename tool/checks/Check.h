@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "link/Link.h"
 #include "model/Model.h"
 #include "solve/Solver.h"
 
@@ -32,6 +33,7 @@ struct CheckContext {
   const model::Gate& gate;
   const model::Dispatch& dispatch;
   solve::Solver& solver;
+  const link::FlagLink* flag = nullptr;  // the flag trace, when one was attempted
 };
 
 class Check {

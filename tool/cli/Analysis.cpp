@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "checks/Check.h"
+#include "link/Link.h"
 #include "model/Errors.h"
 #include "python/PythonFrontend.h"
 
@@ -71,8 +72,12 @@ report::Result analyse(const Request& req) {
   for (const auto& path : req.cpp_files) readSource(path, req.max_file_bytes);  // existence, size
   r.dispatch = cpp::extractDispatch(req.cpp_files, tgt.cpp, req.cpp);
 
-  solve::Solver solver(r.gate, r.dispatch, req.solve);
-  checks::CheckContext ctx{r.gate, r.dispatch, solver};
+  // Follow the flag across the boundary; the C++ side of the flag is then
+  // the value Python passes, not the hardware probe.
+  link::FlagLink flag = link::traceFlag(r.gate, r.dispatch);
+  r.trace = flag.hops;
+  solve::Solver solver(r.gate, r.dispatch, req.solve, flag.value);
+  checks::CheckContext ctx{r.gate, r.dispatch, solver, flag.member.empty() ? nullptr : &flag};
   r.findings = checks::runChecks(ctx);
   r.matrix = solver.matrix();
   return r;

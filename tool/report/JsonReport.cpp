@@ -86,6 +86,11 @@ std::string renderJson(const Result& r) {
               {"inputs", {{"python", r.python_files}, {"cpp", r.cpp_files}}},
               {"findings", findings},
               {"matrix", matrix},
+              {"trace", [&] {
+                 json t = json::array();
+                 for (const auto& h : r.trace) t.push_back({{"hop", h.hop}, {"file", h.where.file}, {"line", h.where.line}});
+                 return t;
+               }()},
               {"opaque", opaques},
               {"notes", notes},
               {"summary", {{"errors", countAtLeast(r, model::Severity::Error)},

@@ -22,6 +22,7 @@ struct Result {
   model::Dispatch dispatch;
   std::vector<model::Finding> findings;
   std::vector<solve::CellVerdict> matrix;
+  std::vector<model::Hop> trace;  // the NVLink flag from the Python probe to the C++ branch
 };
 
 struct TextOptions {

@@ -86,6 +86,11 @@ std::string renderText(const Result& r, const TextOptions& o) {
       }
     }
   }
+  if (o.details && !r.trace.empty()) {
+    out += "\nFlag trace (NVLink flag, Python probe to C++ branch)\n";
+    for (size_t i = 0; i < r.trace.size(); ++i)
+      out += fmt::format("  {:>2}. {:<22} {}\n", i + 1, r.trace[i].hop, loc(r.trace[i].where));
+  }
   if (o.details) {
     for (const auto& n : r.dispatch.notes) out += fmt::format("layergate: note: {}\n", n);
     for (const auto& n : r.gate.notes) out += fmt::format("layergate: note: {}\n", n);

@@ -100,6 +100,7 @@ struct Solver::Impl {
   std::vector<std::string> str_consts;  // id - 1 -> text
 
   z3::expr ws{ctx}, nvl{ctx}, nbytes{ctx};
+  z3::expr cpp_flag{ctx}, flag_value{ctx};  // set when the trace split the flag
   z3::expr domain{ctx};      // always-true facts about config variables
   z3::expr gate{ctx};        // G
   z3::expr launch_any{ctx};  // exists cpp-opaques. L
@@ -111,15 +112,20 @@ struct Solver::Impl {
 
   explicit Impl(Options o) : opt(o) {}
 
+  // When the flag trace found the value C++ receives, the dispatch's flag is
+  // its own variable, tied to that value (see the constructor).
+  bool split_flag = false;
+
   z3::expr var(const std::string& name, Sort sort, VarKind kind, Side side) {
     std::string key = name;
     if (kind != VarKind::Config) key = (side == Side::Python ? "py:" : "cpp:") + name;
+    if (split_flag && side == Side::Cpp && name == model::kFullNvlink) key = "cpp:" + name;
     key += sort == Sort::Bool ? "" : (sort == Sort::Int ? "#i" : "#s");
     auto it = vars.find(key);
     if (it != vars.end()) return it->second;
     z3::expr v = sort == Sort::Bool ? ctx.bool_const(key.c_str()) : ctx.int_const(key.c_str());
     vars.emplace(key, v);
-    if (kind != VarKind::Config) {
+    if (kind != VarKind::Config && key.rfind("cpp:" + std::string(model::kFullNvlink), 0) != 0) {
       if (side == Side::Cpp) {
         cpp_opaques.push_back(v);
       } else {
@@ -404,7 +410,7 @@ struct Solver::Impl {
   }
 };
 
-Solver::Solver(const model::Gate& gate, const model::Dispatch& dispatch, Options options)
+Solver::Solver(const model::Gate& gate, const model::Dispatch& dispatch, Options options, model::ExprPtr flag_value)
     : gate_(gate), dispatch_(dispatch), impl_(std::make_unique<Impl>(options)) {
   Impl& I = *impl_;
   I.ws = I.var(model::kWorldSize, Sort::Int, VarKind::Config, Side::Python);
@@ -419,7 +425,15 @@ Solver::Solver(const model::Gate& gate, const model::Dispatch& dispatch, Options
   for (const auto& a : gate.admits) I.collectStrings(a.condition);
   for (const auto& r : gate.rejects) I.collectStrings(r.condition);
   for (const auto& l : dispatch.leaves) I.collectStrings(l.condition);
+  if (flag_value) I.collectStrings(flag_value);
   I.gate = I.translate(gate.predicate(), Side::Python);
+  if (flag_value) {
+    I.split_flag = true;
+    z3::expr cpp_flag = I.var(model::kFullNvlink, Sort::Bool, VarKind::Config, Side::Cpp);
+    I.flag_value = I.translate(flag_value, Side::Python);
+    I.domain = I.domain && cpp_flag == I.flag_value;
+    I.cpp_flag = cpp_flag;
+  }
   for (const auto& a : gate.admits) I.admit_conds.push_back(I.translate(a.condition, Side::Python));
   for (const auto& r : gate.rejects) I.reject_conds.push_back(I.translate(r.condition, Side::Python));
   z3::expr L = I.ctx.bool_val(false), N = I.ctx.bool_val(false), T = I.ctx.bool_val(false);
@@ -573,6 +587,45 @@ std::optional<Gap> Solver::findGap(const Cell& c, GapKind kind) {
     }
   }
   return g;
+}
+
+std::optional<ForcedFlag> Solver::findForcedFlag() {
+  Impl& I = *impl_;
+  if (!I.split_flag) return std::nullopt;
+  Cell any{0, false};
+  z3::expr q = I.gate && I.cpp_flag && !I.nvl;
+  {
+    Impl::Query fq(I);
+    fq.s.add(q);
+    if (!I.sat(fq.s, any, "forced flag")) return std::nullopt;
+  }
+  ForcedFlag f;
+  z3::model m(I.ctx);
+  f.config.env = I.minimalEnv(q, any, &m);
+  int64_t w = 0;
+  if (m.eval(I.ws, true).is_numeral_i64(w)) f.config.world_size = w;
+  f.config.full_nvlink = false;
+  f.unconditional = f.config.env.empty();
+  // The kernels the NVLink branches launch when the forced flag is true.
+  for (size_t i = 0; i < dispatch_.leaves.size(); ++i) {
+    const auto& l = dispatch_.leaves[i];
+    if (l.kind != LeafKind::Launch) continue;
+    if (std::find(f.kernels.begin(), f.kernels.end(), l.kernel) != f.kernels.end()) continue;
+    bool with_flag, without_flag;
+    {
+      Impl::Query kq(I);
+      kq.s.add(q && I.leaf_conds[i] && I.ws > 2);
+      with_flag = kq.s.check() == z3::sat;
+    }
+    {
+      // Only kernels whose branch needs the flag: unreachable with it false.
+      Impl::Query nq(I);
+      nq.s.add(I.leaf_conds[i] && !I.cpp_flag && I.ws > 2);
+      without_flag = nq.s.check() == z3::sat;
+    }
+    if (with_flag && !without_flag) f.kernels.push_back(l.kernel);
+  }
+  return f;
 }
 
 }  // namespace layergate::solve

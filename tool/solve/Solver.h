@@ -83,9 +83,20 @@ struct Options {
   unsigned timeout_ms = 5000;  // per query
 };
 
+// LG003's question: a config the gate admits in which the flag C++ receives
+// is true while the hardware probe says no NVLink.
+struct ForcedFlag {
+  model::Config config;              // world size, env that forces it
+  bool unconditional = false;        // forced with no env variable set
+  std::vector<std::string> kernels;  // the NVLink-branch kernels that then run
+};
+
 class Solver {
  public:
-  Solver(const model::Gate& gate, const model::Dispatch& dispatch, Options options = {});
+  // flag_value: the value the C++ flag receives (from the flag trace), over
+  // config variables; nullptr: the C++ flag is the hardware probe itself.
+  Solver(const model::Gate& gate, const model::Dispatch& dispatch, Options options = {},
+         model::ExprPtr flag_value = nullptr);
   ~Solver();
   Solver(const Solver&) = delete;
   Solver& operator=(const Solver&) = delete;
@@ -97,6 +108,7 @@ class Solver {
   // reach no launch and: a fall-through (NoKernel) or only a throw (Throws).
   // Throws UndecidedError when Z3 gives up.
   std::optional<Gap> findGap(const Cell& cell, GapKind kind);
+  std::optional<ForcedFlag> findForcedFlag();
 
   const model::Gate& gate() const { return gate_; }
   const model::Dispatch& dispatch() const { return dispatch_; }

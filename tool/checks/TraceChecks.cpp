@@ -1,0 +1,85 @@
+// The flag-trace rules: LG003 (forced flag), LG005 (boundary mismatch) and
+// LG006 (trace break). The linker (tool/link) follows the flag; these checks
+// turn what it found, and the solver's answer on a forced value, into findings.
+#include "checks/Check.h"
+#include "checks/Registry.h"
+
+namespace layergate::checks {
+namespace {
+
+void fromProblems(const RuleInfo& rule, const CheckContext& ctx, std::vector<model::Finding>& out) {
+  if (!ctx.flag) return;
+  for (const auto& p : ctx.flag->problems) {
+    if (p.rule != rule.id) continue;
+    model::Finding f;
+    f.rule = rule.id;
+    f.severity = rule.severity;
+    f.message = p.message;
+    f.locations = p.locations;
+    for (auto& l : f.locations) l.role = l.role.empty() ? "trace" : l.role;
+    f.trace = ctx.flag->hops;
+    out.push_back(std::move(f));
+  }
+}
+
+}  // namespace
+
+// LG003: the value C++ receives can be true while the probe says no NVLink.
+// Then the NVLink-tuned branches run over PCIe: correct sums, maybe, but the
+// kernels were tuned (and fenced) for another fabric; the user should know.
+class ForcedFlagCheck : public Check {
+ public:
+  const RuleInfo& rule() const override { return *findRule("LG003"); }
+  void check(const CheckContext& ctx, std::vector<model::Finding>& out) const override {
+    if (!ctx.flag || !ctx.flag->value) return;
+    std::optional<solve::ForcedFlag> ff;
+    try {
+      ff = ctx.solver.findForcedFlag();
+    } catch (const solve::UndecidedError& e) {
+      out.push_back(undecidedFinding(e, rule().id));
+      return;
+    }
+    if (!ff) return;
+    model::Finding f;
+    f.rule = rule().id;
+    f.severity = rule().severity;
+    f.config = ff->config;
+    f.trace = ctx.flag->hops;
+    std::string when = ff->unconditional ? "always" : "when " + solve::describeEnv(ff->config.env);
+    std::string kernels;
+    for (const auto& k : ff->kernels) kernels += (kernels.empty() ? "" : ", ") + k;
+    f.message = "the NVLink flag passed to C++ (`" + ctx.flag->value_text + "`) is true " + when +
+                " even on GPUs without full NVLink (e.g. world size " + std::to_string(ff->config.world_size.value_or(0)) +
+                "): the NVLink-tuned branches" + (kernels.empty() ? "" : " (" + kernels + ")") + " then run over PCIe";
+    model::Location at = ctx.flag->value_at;
+    at.role = "gate";
+    at.note = "flag value passed here";
+    f.locations.push_back(at);
+    for (const auto& h : ctx.flag->hops)
+      if (h.hop == "probe" || h.hop == "monkeypatch" || h.hop == "env override") {
+        model::Location l = h.where;
+        l.role = "trace";
+        l.note = h.hop;
+        f.locations.push_back(l);
+      }
+    out.push_back(std::move(f));
+  }
+};
+
+class BoundaryMismatchCheck : public Check {
+ public:
+  const RuleInfo& rule() const override { return *findRule("LG005"); }
+  void check(const CheckContext& ctx, std::vector<model::Finding>& out) const override { fromProblems(rule(), ctx, out); }
+};
+
+class TraceBreakCheck : public Check {
+ public:
+  const RuleInfo& rule() const override { return *findRule("LG006"); }
+  void check(const CheckContext& ctx, std::vector<model::Finding>& out) const override { fromProblems(rule(), ctx, out); }
+};
+
+LAYERGATE_CHECK_FACTORY(ForcedFlagCheck)
+LAYERGATE_CHECK_FACTORY(BoundaryMismatchCheck)
+LAYERGATE_CHECK_FACTORY(TraceBreakCheck)
+
+}  // namespace layergate::checks

@@ -1,0 +1,44 @@
+// Link: follows the NVLink flag across the language boundary.
+//
+// Takes: the Gate's trace facts (native calls, wrappers) and the Dispatch's
+// (bindings, entry functions, constructors, member uses). Returns: the hops
+// from the Python probe to the C++ branch conditions, the Python value that
+// reaches the C++ flag, and the problems met on the way (boundary mismatches,
+// breaks). Everything is matched by positions and names found in the code —
+// the member the dispatch branches on, the constructor parameter that sets
+// it, the entry function that constructs the class, the op bound to that
+// function, the Python call of that op — never by knowing the flag's name.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "model/Model.h"
+
+namespace layergate::link {
+
+struct Problem {
+  std::string rule;     // "LG005" boundary mismatch, "LG006" trace break
+  std::string message;
+  std::vector<model::Location> locations;
+};
+
+struct FlagLink {
+  std::string config = model::kFullNvlink;  // the config variable the C++ member stands for
+  std::string member;                       // "full_nvlink_" / "fully_connected_"
+  std::vector<model::Hop> hops;             // oldest first: probe ... branch condition
+  bool complete = false;                    // every hop from the gate's call to the branch was followed
+  // The value the C++ flag receives, over config variables (nullptr when the
+  // Python argument was not found or is not a bool): what the solver uses
+  // for the C++ side of the flag instead of the hardware probe.
+  model::ExprPtr value;
+  model::Location value_at;                 // the Python argument
+  std::string value_text;
+  std::vector<Problem> problems;
+};
+
+// No member use of a flag in the dispatch: nothing to trace (empty result
+// with no hops and no problems).
+FlagLink traceFlag(const model::Gate& gate, const model::Dispatch& dispatch);
+
+}  // namespace layergate::link
