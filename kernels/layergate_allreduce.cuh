@@ -379,7 +379,7 @@ class CustomAllreduce {
 // NVLink flag arrives as the fourth argument and is stored in full_nvlink_.
 // Returns an opaque handle, as a torch binding would.
 inline int64_t init_custom_ar(const RankBuffers* ranks, int world_size, int rank, bool full_nvlink,
-                              size_t max_bytes, int max_blocks) {
+                              size_t max_bytes, int max_blocks = 36) {
   return reinterpret_cast<int64_t>(
       new CustomAllreduce(rank, world_size, full_nvlink, ranks, max_bytes, max_blocks));
 }

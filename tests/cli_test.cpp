@@ -152,3 +152,23 @@ TEST(Cli, OutputIsByteIdenticalAcrossRuns) {
   std::string b = layergate(check("seed-force-pcie/custom_all_reduce.py", "seed-force-pcie/custom_all_reduce.cuh", "--format json")).out;
   EXPECT_EQ(a, b);
 }
+
+TEST(Cli, DogfoodReferenceKernelsHaveNoFindings) {
+  // kernels/: our own gate and dispatch must agree for every configuration.
+  std::string k = fs::path(LAYERGATE_FIXTURES).parent_path().string() + "/kernels/";
+  CliRun r = layergate(check(k + "python/custom_all_reduce.py", k + "layergate_allreduce.cuh", "--format json"));
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  json j = json::parse(r.out);
+  EXPECT_EQ(j["findings"].size(), 0u) << r.out;
+  // Every world size 2..8, both fabrics, is admitted and served.
+  int admitted = 0;
+  for (const auto& m : j["matrix"])
+    if (m["world_size"].get<int>() >= 2) {
+      EXPECT_EQ(m["gate"]["state"], "admitted") << m.dump();
+      bool launch = false;
+      for (const auto& d : m["dispatch"]) launch |= d["kind"] == "launch";
+      EXPECT_TRUE(launch) << m.dump();
+      ++admitted;
+    }
+  EXPECT_EQ(admitted, 14);
+}

@@ -76,6 +76,19 @@ report::Result analyse(const Request& req) {
   // the value Python passes, not the hardware probe.
   link::FlagLink flag = link::traceFlag(r.gate, r.dispatch);
   r.trace = flag.hops;
+  // With just the gate and the dispatch header the chain between them (op
+  // wrapper, bindings, .cu entry) was not given, so its break is expected:
+  // say so in a note. With more files, a break is a finding (LG006).
+  if (req.python_files.size() + req.cpp_files.size() <= 2) {
+    auto& ps = flag.problems;
+    for (auto it = ps.begin(); it != ps.end();)
+      if (it->rule == "LG006") {
+        r.dispatch.notes.push_back(it->message + " (LG003/LG005 need the whole chain: give the op wrapper, bindings and .cu files too)");
+        it = ps.erase(it);
+      } else {
+        ++it;
+      }
+  }
   solve::Solver solver(r.gate, r.dispatch, req.solve, flag.value);
   checks::CheckContext ctx{r.gate, r.dispatch, solver, flag.member.empty() ? nullptr : &flag};
   r.findings = checks::runChecks(ctx);

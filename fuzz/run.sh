@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Runs each fuzzer for a bounded time on a seed corpus made from our fixtures.
+#   fuzz/run.sh BUILD_DIR [SECONDS_PER_FUZZER]
+# Exit 1 if any fuzzer finds a crash (the reproducer is left in BUILD_DIR/fuzz-artifacts).
+set -euo pipefail
+build=$1 secs=${2:-30}
+here=$(cd "$(dirname "$0")/.." && pwd)
+work=$build/fuzz-work
+art=$build/fuzz-artifacts
+rm -rf "$work" && mkdir -p "$work"/{py,cpp,targets} "$art"
+cp "$here"/fixtures/*/*.py "$here"/fixtures/bad/*.py "$work/py/" 2>/dev/null || true
+find "$here/fixtures" -name '*.cuh' -size -20k -exec cp {} "$work/cpp/" \;
+cp "$here"/rules/targets/*.json "$work/targets/"
+cp "$here"/fuzz/regressions/* "$work/py/" 2>/dev/null || true
+status=0
+run() {
+  local bin=$1 corpus=$2 extra=$3
+  echo "== $bin for ${secs}s on $(ls "$corpus" | wc -l) seeds"
+  if ! "$build/fuzz/$bin" "$corpus" -max_total_time="$secs" -timeout=20 -rss_limit_mb=2048 \
+      -artifact_prefix="$art/$bin-" $extra -print_final_stats=1 >"$work/$bin.log" 2>&1; then
+    tail -40 "$work/$bin.log"
+    status=1
+  else
+    grep -E 'stat::number_of_executed_units|Done' "$work/$bin.log" | tail -2 || true
+  fi
+}
+run python_gate_fuzz "$work/py" "-max_len=65536"
+run targets_fuzz "$work/targets" "-max_len=16384"
+run cpp_dispatch_fuzz "$work/cpp" "-max_len=32768"
+exit $status
