@@ -1,59 +1,26 @@
 // End-to-end tests of the layergate binary: exit statuses, one-line errors on
 // bad input, --help, explain, and the JSON shape scripts rely on.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
+
+#include "CliRunner.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
 
-struct CliRun {
-  int status = -1;
-  std::string out, err;
-};
+using lgtest::CliRun;
+using lgtest::lines;
+using lgtest::quote;
+using lgtest::slurp;
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-// Runs layergate with args (already quoted), with a time limit so that a hang
-// fails the test instead of the CI job.
-CliRun layergate(const std::string& args) {
-  fs::path dir = fs::temp_directory_path() / ("lg_cli_" + std::to_string(getpid()));
-  fs::create_directories(dir);
-  std::string cmd = "cd " + quote(fs::path(LAYERGATE_FIXTURES).string()) + " && timeout 120 " +
-                    quote(LAYERGATE_BINARY) + " " + args + " >" + quote((dir / "out").string()) + " 2>" +
-                    quote((dir / "err").string());
-  int st = std::system(cmd.c_str());
-  CliRun r;
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  r.out = slurp(dir / "out");
-  r.err = slurp(dir / "err");
-  return r;
-}
+CliRun layergate(const std::string& args) { return lgtest::runCli(args, LAYERGATE_FIXTURES); }
 
 std::string check(const std::string& py, const std::string& cc, const std::string& extra = "") {
   return "check --python " + quote(py) + " --cpp " + quote(cc) + (extra.empty() ? "" : " " + extra);
 }
-
-int lines(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
 
 }  // namespace
 

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "CliRunner.h"
 #include "cli/Scan.h"
 #include "discover/Discover.h"
 #include "model/Errors.h"
@@ -28,12 +29,7 @@ const std::string kSglangCuh = "sgl-kernel/csrc/allreduce/custom_all_reduce.cuh"
 const std::string kVllmPy = "vllm/distributed/device_communicators/custom_all_reduce.py";
 const std::string kVllmCuh = "csrc/custom_all_reduce.cuh";
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using lgtest::slurp;
 
 void put(const fs::path& p, const std::string& text) {
   fs::create_directories(p.parent_path());
@@ -99,31 +95,11 @@ class Tree : public ::testing::Test {
   fs::path root_;
 };
 
-struct CliRun {
-  int status = -1;
-  std::string out, err;
-};
+using lgtest::CliRun;
+using lgtest::lines;
+using lgtest::quote;
 
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-CliRun runCli(const std::string& args, const fs::path& cwd) {
-  fs::path dir = fs::temp_directory_path() / ("lg_discover_run_" + std::to_string(getpid()));
-  fs::create_directories(dir);
-  std::string cmd = "cd " + quote(cwd.string()) + " && timeout 300 " + quote(LAYERGATE_BINARY) + " " + args + " >" +
-                    quote((dir / "out").string()) + " 2>" + quote((dir / "err").string());
-  int st = std::system(cmd.c_str());
-  CliRun r;
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  r.out = slurp(dir / "out");
-  r.err = slurp(dir / "err");
-  return r;
-}
-
-int lines(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
+CliRun runCli(const std::string& args, const fs::path& cwd) { return lgtest::runCli(args, cwd, 300); }
 
 }  // namespace
 
