@@ -71,6 +71,8 @@ NameFilter filterFor(const std::vector<target::Target>& targets) {
     for (const auto& p : t.discovery.python_paths) add(p);
     for (const auto& p : t.discovery.cpp_paths) add(p);
     for (const auto& p : t.discovery.required_paths) add(p);
+    for (const auto& p : t.discovery.chain_python) add(p);
+    for (const auto& p : t.discovery.chain_cpp) add(p);
   }
   std::sort(f.last.begin(), f.last.end());
   f.last.erase(std::unique(f.last.begin(), f.last.end()), f.last.end());
@@ -137,6 +139,13 @@ std::vector<Unit> unitsOf(const target::Target& t, const std::vector<std::string
     for (auto& [prefix, u] : byRoot) {
       if (u.cpp_files.empty() || !requiredPresent(t, files, &prefix)) continue;
       u.target = t.name;
+      // The flag's chain under the same root, after the gate and the dispatch.
+      for (const auto& [f, p] : matching(t.discovery.chain_python, files))
+        if (p == prefix && std::find(u.python_files.begin(), u.python_files.end(), f) == u.python_files.end())
+          u.python_files.push_back(f);
+      for (const auto& [f, p] : matching(t.discovery.chain_cpp, files))
+        if (p == prefix && std::find(u.cpp_files.begin(), u.cpp_files.end(), f) == u.cpp_files.end())
+          u.cpp_files.push_back(f);
       out.push_back(std::move(u));
     }
     return out;

@@ -87,6 +87,9 @@ Target fromJson(const json& j, const std::string& origin) {
     t.discovery.python_paths = strings(d, "python", origin);
     t.discovery.cpp_paths = strings(d, "cpp", origin);
     t.discovery.required_paths = strings(d, "requires", origin);
+    const json& chain = object(d, "chain", origin);
+    t.discovery.chain_python = strings(chain, "python", origin);
+    t.discovery.chain_cpp = strings(chain, "cpp", origin);
     t.discovery.same_root = d.value("same_root", true);
     t.discovery.fallback = d.value("fallback", false);
 

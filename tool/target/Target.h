@@ -53,6 +53,10 @@ struct Discovery {
   bool same_root = true;
   // Used only when no other target matched anything (the generic target).
   bool fallback = false;
+  // The rest of the flag's chain, added to a unit when present under the same
+  // root: the op wrapper module (Python), the .cu entry and the bindings (C++).
+  std::vector<std::string> chain_python;
+  std::vector<std::string> chain_cpp;
 };
 
 struct Target {
