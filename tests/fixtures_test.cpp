@@ -91,8 +91,13 @@ TEST_P(Fixture, VerdictMatchesExpectAndGolden) {
     for (const auto& f : r.findings) {
       if (f.rule != e["rule"]) continue;
       if (e.contains("message_contains"))
-        for (const auto& m : e["message_contains"])
-          EXPECT_NE(f.message.find(m.get<std::string>()), std::string::npos) << f.message << " lacks " << m;
+        for (const auto& m : e["message_contains"]) {
+          auto low = [](std::string x) {
+            for (auto& c : x) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+            return x;
+          };
+          EXPECT_NE(low(f.message).find(low(m.get<std::string>())), std::string::npos) << f.message << " lacks " << m;
+        }
       if (!e.contains("world_size")) {
         // A trace finding: the env that forces the flag, when stated.
         if (e.contains("env"))

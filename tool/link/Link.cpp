@@ -211,7 +211,7 @@ FlagLink traceFlag(const model::Gate& gate, const model::Dispatch& d) {
                           {call.where}});
     return finish({});
   }
-  cpp_hops.push_back({"call argument " + ordinal(site.position), call.where});
+  cpp_hops.push_back({"call argument " + ordinal(site.position), arg->where.valid() ? arg->where : call.where});
   L.value_at = arg->where;
   L.value_text = arg->text;
 
