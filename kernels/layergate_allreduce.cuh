@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -68,38 +69,100 @@ struct Thresholds {
     return t;
   }
 
-  // Reads lines "<key> <world_size> <bytes>" (key: nvlink_one_shot_max,
-  // nvlink_one_stage_max, pcie_one_shot_max); '#' starts a comment. Entries
-  // not named keep their value. The self-test writes this file.
+  // Sets one entry; false for an unknown key or a world size outside 2..8.
+  bool set(const char* key, int world_size, unsigned long long bytes) {
+    if (world_size < 2 || world_size > kMaxRanks) return false;
+    size_t* row = nullptr;
+    if (!std::strcmp(key, "nvlink_one_shot_max")) row = nvlink_one_shot_max;
+    else if (!std::strcmp(key, "nvlink_one_stage_max")) row = nvlink_one_stage_max;
+    else if (!std::strcmp(key, "pcie_one_shot_max")) row = pcie_one_shot_max;
+    if (!row) return false;
+    row[world_size] = static_cast<size_t>(bytes);
+    return true;
+  }
+
+  // Reads the thresholds file `layergate selftest` writes (JSON, format
+  // "layergate-thresholds/1"):
+  //   {"format": "layergate-thresholds/1", "machine": "...",
+  //    "entries": [{"key": "nvlink_one_shot_max", "world_size": 2, "bytes": 524288}, ...]}
+  // or the older text form, lines "<key> <world_size> <bytes>" ('#' starts a
+  // comment). Keys: nvlink_one_shot_max, nvlink_one_stage_max,
+  // pcie_one_shot_max; 18446744073709551615 means no limit. Entries not named
+  // keep their value. The JSON reader below handles exactly that shape (any
+  // whitespace, any key order inside an entry), so the header needs no JSON
+  // library in users' nvcc builds.
   static Thresholds from_file(const char* path, Thresholds t = defaults()) {
     FILE* f = std::fopen(path, "r");
     if (!f) throw std::runtime_error(std::string("layergate: cannot open thresholds file ") + path);
-    char line[256];
+    std::string text;
+    char buf[4096];
+    for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, n);
+    std::fclose(f);
+    const size_t first = text.find_first_not_of(" \t\r\n");
+    if (first != std::string::npos && text[first] == '{') return from_json(text, path, t);
+    size_t pos = 0;
     int lineno = 0;
-    while (std::fgets(line, sizeof line, f)) {
+    while (pos < text.size()) {
+      size_t end = text.find('\n', pos);
+      if (end == std::string::npos) end = text.size();
+      const std::string line = text.substr(pos, end - pos);
+      pos = end + 1;
       ++lineno;
+      const size_t b = line.find_first_not_of(" \t\r");
+      if (b == std::string::npos || line[b] == '#') continue;
       char key[64];
       int n = 0;
       unsigned long long v = 0;
-      if (line[0] == '#' || line[strspn(line, " \t\r\n")] == '\0') continue;
-      if (std::sscanf(line, "%63s %d %llu", key, &n, &v) != 3 || n < 2 || n > kMaxRanks) {
-        std::fclose(f);
+      if (std::sscanf(line.c_str(), "%63s %d %llu", key, &n, &v) != 3 || !t.set(key, n, v))
         throw std::runtime_error(std::string("layergate: bad thresholds line ") + std::to_string(lineno) + " in " + path);
-      }
-      size_t* row = nullptr;
-      if (!std::strcmp(key, "nvlink_one_shot_max")) row = t.nvlink_one_shot_max;
-      else if (!std::strcmp(key, "nvlink_one_stage_max")) row = t.nvlink_one_stage_max;
-      else if (!std::strcmp(key, "pcie_one_shot_max")) row = t.pcie_one_shot_max;
-      if (!row) {
-        std::fclose(f);
-        throw std::runtime_error(std::string("layergate: unknown thresholds key ") + key + " in " + path);
-      }
-      row[n] = static_cast<size_t>(v);
     }
-    std::fclose(f);
+    return t;
+  }
+
+  static Thresholds from_json(const std::string& s, const char* path, Thresholds t = defaults()) {
+    auto fail = [&](const std::string& why) {
+      return std::runtime_error(std::string("layergate: thresholds file ") + path + ": " + why);
+    };
+    // The value after "name": inside one entry object.
+    auto field = [&](const std::string& obj, const char* name, bool quoted) -> std::string {
+      const std::string k = std::string("\"") + name + "\"";
+      size_t p = obj.find(k);
+      if (p == std::string::npos) throw fail(std::string("an entry has no \"") + name + "\"");
+      p = obj.find(':', p + k.size());
+      if (p == std::string::npos) throw fail("expected ':'");
+      p = obj.find_first_not_of(" \t\r\n", p + 1);
+      if (p == std::string::npos) throw fail("missing value");
+      if (quoted) {
+        if (obj[p] != '"') throw fail(std::string("\"") + name + "\" must be a string");
+        const size_t q = obj.find('"', p + 1);
+        if (q == std::string::npos) throw fail("unterminated string");
+        return obj.substr(p + 1, q - p - 1);
+      }
+      const size_t q = obj.find_first_not_of("0123456789", p);
+      if (q == p) throw fail(std::string("\"") + name + "\" must be a non-negative integer");
+      return obj.substr(p, q - p);
+    };
+    size_t p = s.find("\"entries\"");
+    if (p == std::string::npos || (p = s.find('[', p)) == std::string::npos) throw fail("no \"entries\" array");
+    for (;;) {
+      p = s.find_first_of("{]", p + 1);
+      if (p == std::string::npos) throw fail("unterminated \"entries\" array");
+      if (s[p] == ']') break;
+      const size_t q = s.find('}', p);
+      if (q == std::string::npos) throw fail("unterminated entry");
+      const std::string obj = s.substr(p + 1, q - p - 1);
+      const std::string key = field(obj, "key", true);
+      const int n = std::atoi(field(obj, "world_size", false).c_str());
+      const unsigned long long v = std::strtoull(field(obj, "bytes", false).c_str(), nullptr, 10);
+      if (!t.set(key.c_str(), n, v)) throw fail("unknown key \"" + key + "\" or world size " + std::to_string(n));
+      p = q;
+    }
     return t;
   }
 };
+
+// Where allocate_rank_buffers() puts a rank's buffers.
+enum class Memory { kDevice, kHostMapped };
 
 // What one rank shows its peers. Both zeroed by allocate_rank_buffers().
 struct RankBuffers {
@@ -121,11 +184,23 @@ class CustomAllreduce {
     return 2 * round_up(max_bytes) + 2 * push_half_bytes(max_bytes);
   }
 
-  // Allocates and zeroes one rank's buffers on the current device.
-  static RankBuffers allocate_rank_buffers(size_t max_bytes) {
+  // Allocates and zeroes one rank's buffers on the current device, or, with
+  // Memory::kHostMapped, in mapped pinned host memory: then every access a
+  // peer (or the rank itself) makes to them crosses PCIe, which makes a
+  // stand-in for a PCIe fabric on a machine whose GPUs have NVLink.
+  static RankBuffers allocate_rank_buffers(size_t max_bytes, Memory where = Memory::kDevice) {
     RankBuffers b{};
-    check_cuda(cudaMalloc(&b.signal, sizeof(Signal)), "cudaMalloc(signal)");
-    check_cuda(cudaMalloc(&b.scratch, scratch_bytes(max_bytes)), "cudaMalloc(scratch)");
+    if (where == Memory::kHostMapped) {
+      void* h = nullptr;
+      check_cuda(cudaHostAlloc(&h, sizeof(Signal), cudaHostAllocMapped | cudaHostAllocPortable), "cudaHostAlloc(signal)");
+      check_cuda(cudaHostGetDevicePointer(reinterpret_cast<void**>(&b.signal), h, 0), "cudaHostGetDevicePointer(signal)");
+      check_cuda(cudaHostAlloc(&h, scratch_bytes(max_bytes), cudaHostAllocMapped | cudaHostAllocPortable),
+                 "cudaHostAlloc(scratch)");
+      check_cuda(cudaHostGetDevicePointer(&b.scratch, h, 0), "cudaHostGetDevicePointer(scratch)");
+    } else {
+      check_cuda(cudaMalloc(&b.signal, sizeof(Signal)), "cudaMalloc(signal)");
+      check_cuda(cudaMalloc(&b.scratch, scratch_bytes(max_bytes)), "cudaMalloc(scratch)");
+    }
     reset_rank_buffers(b, max_bytes);
     return b;
   }
@@ -141,8 +216,14 @@ class CustomAllreduce {
     check_cuda(cudaDeviceSynchronize(), "reset rank buffers");
   }
   static void free_rank_buffers(RankBuffers& b) {
-    cudaFree(b.signal);
-    cudaFree(b.scratch);
+    for (void* p : {static_cast<void*>(b.signal), b.scratch}) {
+      cudaPointerAttributes a{};
+      if (p && cudaPointerGetAttributes(&a, p) == cudaSuccess && a.type == cudaMemoryTypeHost)
+        cudaFreeHost(a.hostPointer);
+      else if (p)
+        cudaFree(p);
+    }
+    cudaGetLastError();
     b = RankBuffers{};
   }
 

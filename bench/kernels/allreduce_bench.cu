@@ -13,6 +13,12 @@
 // so the benchmark builds without NCCL headers and says so when it is absent.
 //
 //   allreduce_bench [--iters 100] [--replays 15] [--min-bytes 8192] [--max-bytes 67108864] [--ranks N]
+//                   [--host-mapped]
+//
+// --host-mapped: the PCIe stand-in. Every rank's shared buffers in mapped
+// pinned host memory (every peer access crosses PCIe); the dispatch row is
+// the PCIe dispatch (flag false); NCCL is left out (it would still use
+// NVLink). The title line says STAND-IN.
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <dlfcn.h>
@@ -86,6 +92,7 @@ struct Row {
 
 int main(int argc, char** argv) {
   int iters = 100, replays = 15, want_ranks = 0;
+  bool host_mapped = false;
   size_t min_bytes = 8192, max_bytes = 64u << 20;
   for (int i = 1; i < argc; ++i) {
     auto next = [&]() { return i + 1 < argc ? argv[++i] : (std::fprintf(stderr, "missing value\n"), std::exit(2), ""); };
@@ -94,8 +101,9 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--min-bytes")) min_bytes = std::strtoull(next(), nullptr, 10);
     else if (!std::strcmp(argv[i], "--max-bytes")) max_bytes = std::strtoull(next(), nullptr, 10);
     else if (!std::strcmp(argv[i], "--ranks")) want_ranks = std::atoi(next());
+    else if (!std::strcmp(argv[i], "--host-mapped")) host_mapped = true;
     else {
-      std::fprintf(stderr, "usage: %s [--iters N] [--replays N] [--min-bytes B] [--max-bytes B] [--ranks N]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--iters N] [--replays N] [--min-bytes B] [--max-bytes B] [--ranks N] [--host-mapped]\n", argv[0]);
       return 2;
     }
   }
@@ -134,7 +142,7 @@ int main(int argc, char** argv) {
   for (int r = 0; r < n; ++r) {
     CK(cudaSetDevice(r));
     CK(cudaStreamCreateWithFlags(&st[r], cudaStreamNonBlocking));
-    bufs[r] = CustomAllreduce::allocate_rank_buffers(max_bytes);
+    bufs[r] = CustomAllreduce::allocate_rank_buffers(max_bytes, host_mapped ? Memory::kHostMapped : Memory::kDevice);
     CK(cudaMalloc(&in[r], max_bytes));
     CK(cudaMalloc(&out[r], max_bytes));
     CK(cudaEventCreate(&ev[r][0]));
@@ -148,11 +156,11 @@ int main(int argc, char** argv) {
   std::vector<std::unique_ptr<CustomAllreduce>> ar;
   for (int r = 0; r < n; ++r) {
     CK(cudaSetDevice(r));
-    ar.emplace_back(new CustomAllreduce(r, n, /*full_nvlink=*/true, bufs.data(), max_bytes, blocks));
+    ar.emplace_back(new CustomAllreduce(r, n, /*full_nvlink=*/!host_mapped, bufs.data(), max_bytes, blocks));
     ar.back()->register_buffer(in[r], in.data());
   }
   Nccl nccl;
-  nccl.load();
+  if (!host_mapped) nccl.load();
   std::vector<Nccl::Comm> comms(n);
   if (nccl.ok) {
     std::vector<int> devs(n);
@@ -177,8 +185,11 @@ int main(int argc, char** argv) {
     }
   }
   std::printf("# layergate all-reduce bench: %d x %s, %d SMs, graph of %d all-reduces, median of %d replays, "
-              "fp16, out-of-place, registered input; NCCL %d\n",
-              n, prop.name, prop.multiProcessorCount, iters, replays, nccl.ok ? nccl.version : 0);
+              "fp16, out-of-place, registered input; NCCL %d%s\n",
+              n, prop.name, prop.multiProcessorCount, iters, replays, nccl.ok ? nccl.version : 0,
+              host_mapped ? "; PCIe STAND-IN: buffers in mapped pinned host memory (not a real PCIe fabric), "
+                            "PCIe dispatch, NCCL not run"
+                          : "");
 
   // Captures `body(r)` iters times on every rank's stream; returns the
   // median over replays of the slowest rank's time per all-reduce, in us.

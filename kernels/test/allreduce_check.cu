@@ -12,7 +12,11 @@
 // Outputs are filled with a sentinel first: "kernel never ran" is reported
 // as such. Exit status: 0 when every case passed (or no GPU: SKIP), 1 else.
 //
-//   allreduce_check [--quick] [--failures-only] [--max-ranks N] [--timeout-ms MS]
+//   allreduce_check [--quick] [--failures-only] [--max-ranks N] [--timeout-ms MS] [--host-mapped]
+//
+// --host-mapped: every rank's shared buffers (signals, scratch) in mapped
+// pinned host memory, so that every peer access crosses PCIe: a stand-in for
+// a PCIe fabric on NVLink machines (the output says so).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -93,7 +97,8 @@ struct Group {
 
 void set_dev(const Group& g, int r) { CK(cudaSetDevice(g.dev[r])); }
 
-Group make_group(const std::string& name, const std::vector<int>& dev, size_t max_bytes, int64_t timeout_ns) {
+Group make_group(const std::string& name, const std::vector<int>& dev, size_t max_bytes, int64_t timeout_ns,
+                 Memory where) {
   Group g;
   g.name = name;
   g.n = static_cast<int>(dev.size());
@@ -109,7 +114,7 @@ Group make_group(const std::string& name, const std::vector<int>& dev, size_t ma
   for (int r = 0; r < g.n; ++r) {
     set_dev(g, r);
     CK(cudaStreamCreateWithFlags(&g.stream[r], cudaStreamNonBlocking));
-    g.bufs[r] = CustomAllreduce::allocate_rank_buffers(max_bytes);
+    g.bufs[r] = CustomAllreduce::allocate_rank_buffers(max_bytes, where);
     CK(cudaMalloc(&g.reg_in[r], max_bytes));
     CK(cudaMalloc(&g.raw_in[r], max_bytes));
     CK(cudaMalloc(&g.out[r], max_bytes));
@@ -308,7 +313,7 @@ void run_case(Group& g, const Variant& v, DType dt, size_t bytes, Mode mode, con
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = false, quiet = false;
+  bool quick = false, quiet = false, host_mapped = false;
   int max_ranks = 8;
   int64_t timeout_ms = 2000;
   for (int i = 1; i < argc; ++i) {
@@ -316,8 +321,9 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--failures-only")) quiet = true;
     else if (!std::strcmp(argv[i], "--max-ranks") && i + 1 < argc) max_ranks = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--timeout-ms") && i + 1 < argc) timeout_ms = std::atoll(argv[++i]);
+    else if (!std::strcmp(argv[i], "--host-mapped")) host_mapped = true;
     else {
-      std::fprintf(stderr, "usage: %s [--quick] [--failures-only] [--max-ranks N] [--timeout-ms MS]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--quick] [--failures-only] [--max-ranks N] [--timeout-ms MS] [--host-mapped]\n", argv[0]);
       return 2;
     }
   }
@@ -327,6 +333,9 @@ int main(int argc, char** argv) {
     return 0;
   }
   const auto t0 = std::chrono::steady_clock::now();
+  if (host_mapped)
+    std::printf("# PCIe STAND-IN: shared buffers in mapped pinned host memory, every peer access crosses PCIe "
+                "(not a real PCIe fabric)\n");
 
   // Sizes: 16 B to 64 MB, with odd multiples of 16 (48, 208, 4112, 43008 =
   // 2688*16 is even, so 43024, 1 MB + 16).
@@ -375,7 +384,8 @@ int main(int argc, char** argv) {
 
   Tally t;
   for (const Topo& tp : topos) {
-    Group g = make_group(tp.name, tp.dev, max_bytes, timeout_ms * 1000000);
+    Group g = make_group(tp.name, tp.dev, max_bytes, timeout_ms * 1000000,
+                         host_mapped ? Memory::kHostMapped : Memory::kDevice);
     const int before_pass = t.passed, before_fail = t.failed;
     for (DType dt : dtypes) {
       for (size_t bytes : sizes) {

@@ -5,6 +5,7 @@
 //   1  findings at or above --fail-on
 //   2  bad usage or bad input (one-line reason on stderr)
 //   3  internal error (a bug in layergate; please report it)
+//   4  selftest only: no CUDA GPU here, nothing to test
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -19,6 +20,7 @@
 #include "cli/Scan.h"
 #include "model/Errors.h"
 #include "report/Report.h"
+#include "selftest/FromAnalysis.h"
 
 namespace {
 
@@ -135,7 +137,8 @@ int main(int argc, char** argv) {
                "layergate"};
   app.set_version_flag("--version", std::string("layergate ") + LAYERGATE_VERSION);
   app.require_subcommand(1);
-  app.footer("Exit status: 0 clean, 1 findings (see --fail-on), 2 bad usage or input, 3 internal error.\n"
+  app.footer("Exit status: 0 clean, 1 findings (see --fail-on), 2 bad usage or input, 3 internal error;\n"
+             "selftest: 4 when there is no CUDA GPU (see 'layergate selftest --help').\n"
              "Run 'layergate explain LG001' for a rule's documentation.");
 
   CheckArgs ca;
@@ -173,6 +176,36 @@ int main(int argc, char** argv) {
   std::string rule_id;
   explain->add_option("RULE", rule_id, "Rule id, e.g. LG001")->required();
 
+  selftest::Options so;
+  auto* st = app.add_subcommand(
+      "selftest",
+      "On a GPU machine: topology, this machine's static verdict, the reference kernels checked bit for bit "
+      "(and over a PCIe stand-in), speed against NCCL with fitted thresholds, and your own dispatch run per cell");
+  st->add_option("--check", so.check_path, "Checkout to analyse; prints the verdict for this machine's configuration")
+      ->type_name("DIR");
+  st->add_option("--header", so.header, "Your dispatch header: build a harness around it with nvcc and run every cell")
+      ->type_name("FILE");
+  st->add_option("--python", so.python, "The Python gate for --header (default: the one --check finds, or custom_all_reduce.py beside the header)")
+      ->type_name("FILE");
+  st->add_option("-I", so.include_dirs, "Extra include directory for --header")->type_name("DIR")->allow_extra_args(false);
+  st->add_option("--target", so.target, "Target description (see 'layergate targets')");
+  st->add_option("--rules", so.rules_dir, "Rules directory")->type_name("DIR");
+  st->add_flag("--quick", so.quick, "A one-minute run: fewer sizes, groups and replays");
+  st->add_option("--format,-f", so.format, "Output format")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
+  st->add_option("--kernels-dir", so.kernels_dir, "Where layergate_allreduce_check and _bench are (default: beside layergate, or the build tree)")
+      ->type_name("DIR");
+  st->add_option("--nvcc", so.nvcc, "nvcc for the --header harness (default: $NVCC, /usr/local/cuda/bin/nvcc, PATH)")->type_name("PATH");
+  st->add_option("--work-dir", so.work_dir, "Where the harness is written and built (default: a new temporary directory)")->type_name("DIR");
+  st->add_option("--thresholds-out", so.thresholds_out, "Where the fitted thresholds (JSON) are written")->capture_default_str();
+  st->add_option("--skip", so.skip, "Leave out a phase")->check(CLI::IsMember({"proof", "standin", "speed", "harness"}))->allow_extra_args(false);
+  st->add_option("--cell-timeout", so.cell_timeout_s, "Seconds before a harness cell counts as a hang")->capture_default_str();
+  st->add_option("--emit-harness", so.emit_harness, "Write the --header harness sources to DIR and stop (no GPU needed)")->type_name("DIR");
+  st->add_option("--save-plan", so.save_plan, "Write the static side (matrix, harness) to FILE, to run elsewhere with layergate_selftest_gpu --plan")
+      ->type_name("FILE");
+  st->add_option("--plan", so.plan, "Read the static side from FILE instead of analysing")->type_name("FILE");
+  st->footer("Exit status: 0 every phase passed, 1 a phase failed (the failing cases are named), 2 bad usage or input,\n"
+             "3 internal error, 4 no CUDA GPU found: nothing to test here (CI without a GPU).");
+
   auto* rules = app.add_subcommand("rules", "List every rule");
   auto* targets = app.add_subcommand("targets", "List the target descriptions in the rules directory");
   targets->add_option("--rules", rules_dir, "Rules directory")->type_name("DIR");
@@ -194,6 +227,10 @@ int main(int argc, char** argv) {
     if (*check) {
       ca.req.rules_dir = rules_dir;
       return runCheck(ca);
+    }
+    if (*st) {
+      so.self_exe = argv[0];
+      return selftest::selftestCommand(so);
     }
     if (*explain) return runExplain(rule_id);
     if (*rules) return runRules();

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# The --header harness for each fixture header compiles with nvcc, and the
+# reference dispatch reads the thresholds JSON the self-test writes. Needs no
+# GPU; skipped (77) where /usr/local/cuda/bin/nvcc is absent (CI without CUDA).
+#   selftest_harness_nvcc.sh LAYERGATE SOURCE_DIR
+set -eu
+lg=$1 src=$2
+nvcc=${NVCC:-/usr/local/cuda/bin/nvcc}
+if [ ! -x "$nvcc" ]; then echo "SKIP: no $nvcc"; exit 77; fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+build() {  # name header python
+  local out="$tmp/$1"
+  "$lg" selftest --header "$2" --python "$3" --emit-harness "$out" > "$out.log" 2>&1 || { cat "$out.log"; echo "FAIL: $1: no harness"; fail=1; return; }
+  if "$nvcc" -std=c++17 -arch=sm_90 -c -I"$out/include" -I"$(dirname "$2")" -o "$out/harness.o" "$out/harness.cu" > "$out.nvcc" 2>&1; then
+    echo "ok: $1 harness compiles"
+  else
+    head -40 "$out.nvcc"; echo "FAIL: $1: the harness does not compile"; fail=1
+  fi
+}
+build sglang-upstream "$src/fixtures/sglang-upstream/custom_all_reduce.cuh" "$src/fixtures/sglang-upstream/custom_all_reduce.py" &
+build vllm-upstream "$src/fixtures/vllm-upstream/custom_all_reduce.cuh" "$src/fixtures/vllm-upstream/custom_all_reduce.py" &
+wait
+build reference "$src/kernels/layergate_allreduce.cuh" "$src/kernels/python/custom_all_reduce.py"
+
+# Thresholds::from_file on the JSON the self-test writes (host code only: runs without a GPU).
+cat > "$tmp/th.json" <<'JSON'
+{
+  "format": "layergate-thresholds/1",
+  "machine": "2 x NVIDIA H200, NVLink",
+  "entries": [
+    {"key": "nvlink_one_shot_max", "world_size": 2, "bytes": 524288},
+    {"world_size": 2, "bytes": 18446744073709551615, "key": "nvlink_one_stage_max"},
+    {"key": "pcie_one_shot_max", "world_size": 4, "bytes": 65536}
+  ]
+}
+JSON
+printf '{"entries": [{"key": "bogus", "world_size": 2, "bytes": 1}]}\n' > "$tmp/bad.json"
+printf '# text form\nnvlink_one_shot_max 8 4096\n' > "$tmp/th.txt"
+cat > "$tmp/th.cu" <<'CU'
+#include <cstdio>
+#include "layergate_allreduce.cuh"
+int main(int, char** argv) {
+  using layergate::Thresholds;
+  Thresholds t = Thresholds::from_file(argv[1]);
+  Thresholds d = Thresholds::defaults();
+  bool ok = t.nvlink_one_shot_max[2] == 524288 && t.nvlink_one_stage_max[2] == ~size_t(0) &&
+            t.pcie_one_shot_max[4] == 65536 && t.pcie_one_shot_max[2] == d.pcie_one_shot_max[2];
+  Thresholds x = Thresholds::from_file(argv[3]);
+  ok = ok && x.nvlink_one_shot_max[8] == 4096;
+  try { Thresholds::from_file(argv[2]); ok = false; } catch (const std::exception& e) { std::printf("bad file refused: %s\n", e.what()); }
+  std::printf("%s\n", ok ? "thresholds json ok" : "thresholds json WRONG");
+  return ok ? 0 : 1;
+}
+CU
+if "$nvcc" -std=c++17 -I"$src/kernels" -o "$tmp/th" "$tmp/th.cu" > "$tmp/th.log" 2>&1; then
+  "$tmp/th" "$tmp/th.json" "$tmp/bad.json" "$tmp/th.txt" || fail=1
+else
+  cat "$tmp/th.log"; echo "FAIL: thresholds reader does not compile"; fail=1
+fi
+exit $fail

@@ -1,0 +1,467 @@
+// The CPU-side parts of `layergate selftest`: topology from canned CUDA/NVML
+// answers, the verdict for a machine's cell, the nccl-tests table maths,
+// threshold fitting from canned timings, harness generation from the fixture
+// headers, child processes with deadlines. No GPU needed.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/Analysis.h"
+#include "cpp/CppFrontend.h"
+#include "selftest/Bench.h"
+#include "selftest/FromAnalysis.h"
+#include "selftest/Harness.h"
+#include "selftest/Process.h"
+#include "selftest/Selftest.h"
+#include "selftest/Static.h"
+#include "selftest/Topology.h"
+
+using namespace layergate;
+using namespace layergate::selftest;
+
+namespace {
+
+const std::string kFixtures = LAYERGATE_FIXTURES;
+const std::string kSource = LAYERGATE_SOURCE_DIR;
+
+std::string slurp(const std::string& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// ---- canned CUDA driver and NVML answers ----------------------------------
+
+struct FakeGpu : GpuApi {
+  std::string fail;
+  std::vector<std::string> bus;
+  std::set<std::pair<int, int>> no_peer;
+  std::string init() override { return fail; }
+  int count() override { return static_cast<int>(bus.size()); }
+  std::string name(int) override { return "NVIDIA H200"; }
+  std::string pciBusId(int d) override { return bus[d]; }
+  int smCount(int) override { return 132; }
+  int computeCapability(int) override { return 90; }
+  bool canAccessPeer(int a, int b) override { return !no_peer.count({a, b}); }
+};
+
+struct FakeNvml : LinkApi {
+  std::string fail;
+  // NVML spells bus ids with 8 domain digits; CUDA with 4.
+  std::map<std::pair<std::string, std::string>, bool> nvlink;
+  std::map<std::pair<std::string, std::string>, int> links;
+  int ancestor = 30;
+  std::string init() override { return fail; }
+  static std::string norm(const std::string& s) {
+    unsigned d, b, v, f;
+    parseBusId(s, d, b, v, f);
+    return std::to_string(b);
+  }
+  std::optional<bool> nvlinkP2P(const std::string& a, const std::string& b) override {
+    auto it = nvlink.find({norm(a), norm(b)});
+    if (it == nvlink.end()) return std::nullopt;
+    return it->second;
+  }
+  std::optional<int> nvlinkCount(const std::string& a, const std::string& b) override {
+    auto it = links.find({norm(a), norm(b)});
+    return it == links.end() ? 0 : it->second;
+  }
+  std::optional<int> commonAncestor(const std::string&, const std::string&) override { return ancestor; }
+};
+
+FakeGpu gpus(int n) {
+  FakeGpu g;
+  for (int i = 0; i < n; ++i) {
+    char b[32];
+    std::snprintf(b, sizeof b, "0000:%02x:00.0", 0x19 + i);
+    g.bus.push_back(b);
+  }
+  return g;
+}
+
+void allPairs(FakeNvml& nv, int n, bool nvlink, int links = 18) {
+  for (int a = 0; a < n; ++a)
+    for (int b = 0; b < n; ++b)
+      if (a != b) {
+        nv.nvlink[{std::to_string(0x19 + a), std::to_string(0x19 + b)}] = nvlink;
+        if (nvlink) nv.links[{std::to_string(0x19 + a), std::to_string(0x19 + b)}] = links;
+      }
+}
+
+}  // namespace
+
+TEST(SelftestTopology, TwoNvlinkGpusFormFullNvlink) {
+  FakeGpu g = gpus(2);
+  FakeNvml nv;
+  allPairs(nv, 2, true);
+  Topology t = probeTopology(&g, &nv);
+  ASSERT_TRUE(t.has_gpu);
+  EXPECT_EQ(t.worldSize(), 2);
+  ASSERT_TRUE(t.full_nvlink.has_value());
+  EXPECT_TRUE(*t.full_nvlink);
+  EXPECT_TRUE(t.all_peer);
+  EXPECT_EQ(t.links[0][1].kind, LinkKind::NVLink);
+  EXPECT_EQ(t.links[0][1].nvlinks, 18);
+  const std::string r = renderTopology(t);
+  EXPECT_NE(r.find("NV18 p2p"), std::string::npos) << r;
+  EXPECT_NE(r.find("This machine forms: world size 2, full NVLink"), std::string::npos) << r;
+  EXPECT_EQ(topologyJson(t)["full_nvlink"], true);
+}
+
+TEST(SelftestTopology, OnePciePairMakesItPcie) {
+  FakeGpu g = gpus(4);
+  FakeNvml nv;
+  allPairs(nv, 4, true, 0);  // through NVSwitch: no direct link count
+  nv.nvlink[{"27", "28"}] = false;  // GPU2 -> GPU3 over PCIe
+  nv.ancestor = 20;
+  Topology t = probeTopology(&g, &nv);
+  ASSERT_TRUE(t.full_nvlink.has_value());
+  EXPECT_FALSE(*t.full_nvlink);
+  EXPECT_EQ(t.links[2][3].kind, LinkKind::PCIe);
+  EXPECT_EQ(t.links[2][3].cellText(), "PXB");
+  EXPECT_EQ(t.links[0][1].cellText(), "NVL");
+  EXPECT_NE(t.configText().find("world size 4, PCIe"), std::string::npos);
+}
+
+TEST(SelftestTopology, MissingNvmlIsUnknownWithANote) {
+  FakeGpu g = gpus(2);
+  FakeNvml nv;
+  nv.fail = "libnvidia-ml.so.1 not loadable: no such file";
+  Topology t = probeTopology(&g, &nv);
+  ASSERT_TRUE(t.has_gpu);
+  EXPECT_FALSE(t.full_nvlink.has_value());
+  EXPECT_EQ(t.links[0][1].kind, LinkKind::Unknown);
+  ASSERT_FALSE(t.notes.empty());
+  EXPECT_NE(t.notes[0].find("libnvidia-ml.so.1"), std::string::npos);
+  EXPECT_NE(renderTopology(t).find("NVLink unknown"), std::string::npos);
+}
+
+TEST(SelftestTopology, NoPeerAccessIsNoted) {
+  FakeGpu g = gpus(2);
+  g.no_peer = {{0, 1}, {1, 0}};
+  FakeNvml nv;
+  allPairs(nv, 2, false);
+  Topology t = probeTopology(&g, &nv);
+  EXPECT_FALSE(t.all_peer);
+  EXPECT_NE(renderTopology(t).find("no-p2p"), std::string::npos);
+}
+
+TEST(SelftestTopology, NoDriverMeansNoGpu) {
+  FakeGpu g;
+  g.fail = "libcuda.so.1 not loadable: cannot open shared object file";
+  Topology t = probeTopology(&g, nullptr);
+  EXPECT_FALSE(t.has_gpu);
+  EXPECT_EQ(t.reason, g.fail);
+  EXPECT_EQ(renderTopology(t), "no CUDA GPU found (" + g.fail + ")\n");
+  FakeGpu zero;
+  Topology z = probeTopology(&zero, nullptr);
+  EXPECT_FALSE(z.has_gpu);
+  EXPECT_NE(z.reason.find("0 devices"), std::string::npos);
+}
+
+TEST(SelftestTopology, NoGpuExitsFourWithTheReason) {
+  FakeGpu g;
+  g.fail = "cuInit failed: CUDA_ERROR_NO_DEVICE";
+  std::ostringstream out;
+  Options o;
+  EXPECT_EQ(runSelftest(o, Plan{}, probeTopology(&g, nullptr), out), kExitNoGpu);
+  EXPECT_EQ(out.str(), "no CUDA GPU found (cuInit failed: CUDA_ERROR_NO_DEVICE): nothing to test here (exit status 4)\n");
+  o.format = "json";
+  std::ostringstream js;
+  runSelftest(o, Plan{}, probeTopology(&g, nullptr), js);
+  auto j = nlohmann::json::parse(js.str());
+  EXPECT_EQ(j["exit"], 4);
+  EXPECT_EQ(j["topology"]["gpu_found"], false);
+}
+
+TEST(SelftestTopology, BusIds) {
+  EXPECT_TRUE(sameBusId("0000:19:00.0", "00000000:19:00.0"));
+  EXPECT_FALSE(sameBusId("0000:19:00.0", "0000:1a:00.0"));
+}
+
+// ---- verdict lookup ----------------------------------------------------------
+
+TEST(SelftestVerdict, SeedForcePcieCellInWords) {
+  driver::Request req;
+  req.python_files = {kFixtures + "/seed-force-pcie/custom_all_reduce.py"};
+  req.cpp_files = {kFixtures + "/seed-force-pcie/custom_all_reduce.cuh"};
+  StaticMatrix m = matrixFromResult(driver::analyse(req));
+  const StaticCell* c = findCell(m, 8, false);
+  ASSERT_NE(c, nullptr);
+  EXPECT_TRUE(c->noKernelGap());
+  EXPECT_EQ(describeCell(*c).rfind("world size 8, PCIe: your gate admits it when SGLANG_FORCE_CUSTOM_AR_PCIE=1 for 16 B .. "
+                                   "8 MiB - 16 B, and the dispatch launches no kernel", 0),
+            0u)
+      << describeCell(*c);
+  EXPECT_EQ(expectedOutcome(*c, 8192), "no kernel ran");
+  EXPECT_EQ(expectText(*c, 8192).rfind("LG001", 0), 0u);
+  const StaticCell* nv = findCell(m, 8, true);
+  ASSERT_NE(nv, nullptr);
+  EXPECT_FALSE(nv->noKernelGap());
+  EXPECT_NE(describeCell(*nv).find("cross_device_reduce_1stage (< 256 KiB)"), std::string::npos) << describeCell(*nv);
+  EXPECT_EQ(expectedOutcome(*nv, 8192), "ok");
+  const StaticCell* three = findCell(m, 3, true);
+  ASSERT_NE(three, nullptr);
+  EXPECT_NE(describeCell(*three).find("does not admit"), std::string::npos);
+  // Round trip through the saved plan.
+  StaticMatrix back = matrixFromJson(toJson(m));
+  ASSERT_EQ(back.cells.size(), m.cells.size());
+  EXPECT_EQ(describeCell(*findCell(back, 8, false)), describeCell(*c));
+}
+
+TEST(SelftestVerdict, HandMadeCell) {
+  StaticMatrix m;
+  StaticCell c;
+  c.world_size = 4;
+  c.full_nvlink = true;
+  c.gate = "admitted";
+  c.has_sizes = true;
+  c.gate_lo = 16;
+  c.gate_hi = (8 << 20) - 16;
+  c.parts = {{"launch", "k1", 1, 524287, false}, {"launch", "k2", 524288, -1, false}, {"throw", "odd", 1, 15, true}};
+  m.cells.push_back(c);
+  EXPECT_EQ(findCell(m, 4, false), nullptr);
+  const StaticCell* f = findCell(m, 4, true);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(describeCell(*f), "world size 4, NVLink: your gate admits it for 16 B .. 8 MiB - 16 B, and the dispatch launches "
+                              "k1 (< 512 KiB), k2 (>= 512 KiB)");
+  EXPECT_EQ(partFor(*f, 600000)->kernel, "k2");
+  EXPECT_EQ(sizeText(524287), "524287 B");
+  EXPECT_EQ(sizeText(8 << 20), "8 MiB");
+  std::vector<HarnessCell> cells = harnessCells(m, false);
+  // world sizes 2..4, both flags; the 4/NVLink cell runs one size per launch part.
+  int four_nv = 0;
+  for (const auto& hc : cells) four_nv += hc.world_size == 4 && hc.full_nvlink;
+  EXPECT_EQ(four_nv, 2);
+  EXPECT_EQ(cells.size(), 7u);
+}
+
+// ---- speed table and thresholds -------------------------------------------
+
+TEST(SelftestBench, BandwidthMaths) {
+  EXPECT_NEAR(algbw(8192, 2.92), 2.8055, 1e-3);
+  EXPECT_DOUBLE_EQ(busbw(10.0, 2), 10.0);   // 2(n-1)/n = 1
+  EXPECT_DOUBLE_EQ(busbw(10.0, 8), 17.5);   // 2*7/8
+  EXPECT_DOUBLE_EQ(busbw(10.0, 4), 15.0);
+  EXPECT_DOUBLE_EQ(algbw(1000, 0), 0.0);
+}
+
+TEST(SelftestBench, ParsesTheBenchAndFitsTheMeasuredThresholds) {
+  BenchRun run = parseBench(slurp(kSource + "/kernels/results/bench_2xH200.log"));
+  EXPECT_EQ(run.ranks, 2);
+  EXPECT_FALSE(run.standin);
+  ASSERT_GT(run.rows.size(), 50u);
+  EXPECT_EQ(run.rows[0].bytes, 8192);
+  EXPECT_EQ(run.rows[0].algo, "one_shot_push");
+  EXPECT_DOUBLE_EQ(run.rows[0].us, 2.92);
+  const std::string table = renderSpeedTable(run);
+  EXPECT_NE(table.find("#       size         count      type   redop     time   algbw   busbw #wrong"), std::string::npos);
+  EXPECT_NE(table.find("        8192          4096      half     sum     2.92    2.81    2.81      0"), std::string::npos)
+      << table.substr(0, 600);
+  EXPECT_NE(table.find("# nccl"), std::string::npos);
+  // kernels/README.md: the push wins up to 512 KB, the one-stage pull above, at every size up to 64 MB.
+  ThresholdFit f = fitThresholds(run, true);
+  ASSERT_EQ(f.thresholds.size(), 2u);
+  EXPECT_EQ(f.thresholds[0], (std::pair<std::string, std::uint64_t>{"nvlink_one_shot_max", 524288}));
+  EXPECT_EQ(f.thresholds[1], (std::pair<std::string, std::uint64_t>{"nvlink_one_stage_max", kAll}));
+  EXPECT_EQ(f.fastest.at(1048576), "one_stage_pull");
+  EXPECT_EQ(f.fastest.at(8192), "one_shot_push");
+}
+
+TEST(SelftestBench, FitsPcieTiersAndWritesTheHeaderFormat) {
+  BenchRun run;
+  run.ranks = 4;
+  run.standin = true;
+  // one_shot_push wins up to 64 KiB, two_shot_push above.
+  for (std::int64_t b : {8192, 65536, 262144, 1048576}) {
+    run.rows.push_back({b, b / 2, "half", "one_shot_push", b <= 65536 ? 5.0 : 40.0, 0});
+    run.rows.push_back({b, b / 2, "half", "two_shot_push", b <= 65536 ? 7.0 : 20.0, 0});
+    run.rows.push_back({b, b / 2, "half", "dispatch(two_shot_push)", 1.0, 0});  // not a tier: ignored
+  }
+  run.rows.push_back({262144, 131072, "half", "two_shot_push_broken", 0.1, 0});
+  ThresholdFit f = fitThresholds(run, false);
+  ASSERT_EQ(f.thresholds.size(), 1u);
+  EXPECT_EQ(f.thresholds[0].first, "pcie_one_shot_max");
+  EXPECT_EQ(f.thresholds[0].second, 65536u);
+  const std::string js = thresholdsJson({f}, "4 x test");
+  auto j = nlohmann::json::parse(js);
+  EXPECT_EQ(j["format"], "layergate-thresholds/1");
+  ASSERT_EQ(j["entries"].size(), 1u);
+  EXPECT_EQ(j["entries"][0]["key"], "pcie_one_shot_max");
+  EXPECT_EQ(j["entries"][0]["world_size"], 4);
+  EXPECT_EQ(j["entries"][0]["bytes"], 65536);
+  // Rows with wrong elements never win.
+  run.rows.push_back({8192, 4096, "half", "two_stage_pull", 0.5, 3});
+  EXPECT_EQ(fitThresholds(run, false).fastest.at(8192), "one_shot_push");
+}
+
+// ---- harness generation -----------------------------------------------------
+
+namespace {
+HarnessSpec planFor(const std::string& fixture) {
+  target::Target t = driver::selectTarget("", "");
+  const std::string h = kFixtures + "/" + fixture + "/custom_all_reduce.cuh";
+  model::Dispatch d = cpp::extractDispatch({h}, t.cpp);
+  return planHarness(d, h, slurp(h), t.cpp.members);
+}
+std::vector<Role> roles(const std::vector<HarnessArg>& a) {
+  std::vector<Role> r;
+  for (const auto& x : a) r.push_back(x.role);
+  return r;
+}
+}  // namespace
+
+TEST(SelftestHarness, SglangFixture) {
+  HarnessSpec s = planFor("sglang-upstream");
+  EXPECT_EQ(s.class_name, "vllm::CustomAllreduce");
+  EXPECT_EQ(s.ns, "vllm");
+  EXPECT_EQ(roles(s.ctor), (std::vector<Role>{Role::SignalArray, Role::RankData, Role::RankDataBytes, Role::Rank,
+                                              Role::WorldSize, Role::Flag}));
+  EXPECT_EQ(s.signal_type, "vllm::Signal");
+  EXPECT_EQ(s.register_method, "register_buffer");
+  EXPECT_EQ(roles(s.register_args), (std::vector<Role>{Role::PeerArray}));
+  EXPECT_EQ(s.dispatch, "allreduce");
+  EXPECT_EQ(roles(s.dispatch_args), (std::vector<Role>{Role::Stream, Role::Input, Role::Output, Role::Count, Role::Default,
+                                                       Role::BlockLimit}));
+  // utils.h is not in the fixture: a stand-in with the error-check macro.
+  ASSERT_EQ(s.shims.count("utils.h"), 1u);
+  EXPECT_NE(s.shims["utils.h"].find("#define CHECK_CUDA_SUCCESS(...)"), std::string::npos);
+  const std::string cu = generateHarness(s);
+  EXPECT_NE(cu.find("new vllm::CustomAllreduce(signals.data(), k.rank_data, kRankDataBytes, r, ws, nvlink)"),
+            std::string::npos);
+  EXPECT_NE(cu.find("k.obj->register_buffer(ins.data());"), std::string::npos);
+  EXPECT_NE(cu.find("k.obj->allreduce<float>(k.stream, static_cast<float*>(k.in), static_cast<float*>(k.out), "
+                    "static_cast<int>(count), lgh_default_0(), static_cast<int>(std::min<long long>(lgh_default_1(), k.blocks)))"),
+            std::string::npos)
+      << cu.substr(0, 3000);
+  EXPECT_NE(cu.find("using namespace vllm;"), std::string::npos);
+  EXPECT_NE(cu.find("sizeof(vllm::Signal)"), std::string::npos);
+}
+
+TEST(SelftestHarness, VllmFixtureFlagFoundThroughTheMemberMap) {
+  HarnessSpec s = planFor("vllm-upstream");
+  EXPECT_EQ(s.class_name, "vllm::CustomAllreduce");
+  ASSERT_EQ(s.ctor.size(), 6u);
+  EXPECT_EQ(s.ctor[5].role, Role::Flag);
+  EXPECT_EQ(s.ctor[5].param.name, "fully_connected");
+  EXPECT_TRUE(s.shims.empty());  // the vLLM header defines CUDACHECK itself
+  EXPECT_NE(generateHarness(s).find("k.obj->allreduce<float>("), std::string::npos);
+}
+
+TEST(SelftestHarness, ReferenceHeaderUsesItsRankBufferFactory) {
+  target::Target t = driver::selectTarget("", "");
+  const std::string h = kSource + "/kernels/layergate_allreduce.cuh";
+  model::Dispatch d = cpp::extractDispatch({h}, t.cpp);
+  HarnessSpec s = planHarness(d, h, slurp(h), t.cpp.members);
+  EXPECT_EQ(s.class_name, "layergate::CustomAllreduce");
+  EXPECT_EQ(roles(s.ctor), (std::vector<Role>{Role::Rank, Role::WorldSize, Role::Flag, Role::RankBuffersArray,
+                                              Role::MaxBytes, Role::MaxBlocks}));
+  EXPECT_EQ(s.rank_buffers_alloc, "allocate_rank_buffers");
+  EXPECT_EQ(s.rank_buffers_free, "free_rank_buffers");
+  EXPECT_EQ(roles(s.register_args), (std::vector<Role>{Role::LocalPointer, Role::PeerArray}));
+  EXPECT_EQ(roles(s.dispatch_args), (std::vector<Role>{Role::Stream, Role::Input, Role::Output, Role::Count}));
+}
+
+TEST(SelftestHarness, IpcConstructorsAreRefusedWithTheReason) {
+  const std::string text = R"(
+namespace ns {
+struct Signal {};
+class CustomAllreduce {
+ public:
+  CustomAllreduce(Signal* meta, void* rank_data, size_t rank_data_sz, const cudaIpcMemHandle_t* handles,
+                  const std::vector<int64_t>& offsets, int rank, bool full_nvlink = true) {}
+  template <typename T> void allreduce(cudaStream_t stream, T* input, T* output, int size) {}
+};
+}
+)";
+  model::Dispatch d;
+  d.class_name = "CustomAllreduce";
+  d.function = "allreduce";
+  try {
+    planHarness(d, "/tmp/x.cuh", text, {{"full_nvlink_", "full_nvlink"}});
+    FAIL() << "expected a HarnessError";
+  } catch (const HarnessError& e) {
+    EXPECT_NE(std::string(e.what()).find("IPC"), std::string::npos) << e.what();
+  }
+}
+
+TEST(SelftestHarness, ScansNamespacesAndMethods) {
+  const std::string text = R"(
+// class CustomAllreduce { in a comment }
+namespace a::b {
+namespace {
+const char* s = "class CustomAllreduce {";
+}
+class CustomAllreduce final : public Base {
+ public:
+  static constexpr int kMax = 8;
+  std::map<std::array<uint8_t, sizeof(int)>, char*> handles_;
+  int x_ = f(3);
+  CustomAllreduce(int rank, long long t = 10'000'000'000) : r_(rank) { if (x) { y(); } }
+  ~CustomAllreduce() {}
+  static Buffers make(size_t n);
+  template <typename T>
+  void allreduce(cudaStream_t s, T* in, T* out, int n, int threads = 512, int block_limit = kMax);
+ private:
+  void register_buffer(void* ptrs[]);
+};
+}
+)";
+  ClassScan cs = scanClass(text, "CustomAllreduce");
+  ASSERT_TRUE(cs.found);
+  EXPECT_EQ(cs.namespaces, (std::vector<std::string>{"a", "b"}));
+  std::vector<std::string> names;
+  for (const auto& m : cs.methods) names.push_back(m.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"CustomAllreduce", "make", "allreduce", "register_buffer"}));
+  EXPECT_TRUE(cs.methods[0].is_ctor);
+  EXPECT_TRUE(cs.methods[1].is_static);
+  EXPECT_TRUE(cs.methods[2].is_template);
+  ASSERT_EQ(cs.methods[2].params.size(), 6u);
+  EXPECT_EQ(cs.methods[2].params[5].default_text, "kMax");
+  EXPECT_EQ(cs.methods[3].params[0].type, "void**");
+}
+
+TEST(SelftestHarness, ParsesCellLines) {
+  auto o = parseHarnessOutput("HARNESS gpus=1\nCELL 4 0 8192 NO_KERNEL every output element kept the sentinel (8192)\n"
+                              "CELL 2 1 16 OK 8 elements right\nCELL 8 1 8192 HANG not finished after 5000 ms\n");
+  ASSERT_EQ(o.size(), 3u);
+  EXPECT_EQ(o[0].status, "no kernel ran");
+  EXPECT_EQ(o[0].cell.world_size, 4);
+  EXPECT_FALSE(o[0].cell.full_nvlink);
+  EXPECT_EQ(o[1].status, "ok");
+  EXPECT_EQ(o[2].status, "hang");
+  EXPECT_EQ(o[2].detail, "not finished after 5000 ms");
+  EXPECT_EQ(o[0].cell.arg(), "4:0:8192");
+}
+
+// ---- child processes ------------------------------------------------------------
+
+TEST(SelftestProcess, DeadlineKillsAHangingChild) {
+  std::vector<std::string> lines;
+  ChildResult r = runChild({"sh", "-c", "echo started; sleep 30"}, 0.5, [&](const std::string& l) { lines.push_back(l); });
+  EXPECT_TRUE(r.started);
+  EXPECT_TRUE(r.timed_out);
+  EXPECT_LT(r.seconds, 5.0);
+  EXPECT_EQ(lastLine(r.output), "started");
+  EXPECT_EQ(lines, (std::vector<std::string>{"started"}));
+}
+
+TEST(SelftestProcess, ExitStatusOutputAndMissingPrograms) {
+  ChildResult r = runChild({"sh", "-c", "echo out; echo err >&2; exit 3"}, 10, {}, {{"LG_X", "1"}});
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_NE(r.output.find("out"), std::string::npos);
+  EXPECT_NE(r.output.find("err"), std::string::npos);
+  ChildResult e = runChild({"sh", "-c", "test \"$LG_X\" = 1"}, 10, {}, {{"LG_X", "1"}});
+  EXPECT_EQ(e.exit_code, 0);
+  ChildResult m = runChild({"/nonexistent/layergate_allreduce_check"}, 10);
+  EXPECT_FALSE(m.started);
+  EXPECT_NE(m.error.find("No such file"), std::string::npos);
+}

@@ -1,0 +1,133 @@
+#include "selftest/FromAnalysis.h"
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/Analysis.h"
+#include "cli/Scan.h"
+#include "model/Errors.h"
+
+namespace layergate::selftest {
+
+namespace fs = std::filesystem;
+
+StaticMatrix matrixFromResult(const report::Result& r) {
+  StaticMatrix m;
+  for (size_t i = 0; i < r.python_files.size(); ++i) m.python += (i ? " " : "") + r.python_files[i];
+  for (size_t i = 0; i < r.cpp_files.size(); ++i) m.cpp += (i ? " " : "") + r.cpp_files[i];
+  for (const auto& v : r.matrix) {
+    StaticCell c;
+    c.world_size = v.cell.world_size;
+    c.full_nvlink = v.cell.full_nvlink;
+    switch (v.gate.state) {
+      case solve::GateState::Blocked: c.gate = "blocked"; break;
+      case solve::GateState::Admitted: c.gate = "admitted"; break;
+      case solve::GateState::AdmittedWhen: c.gate = "admitted_when"; break;
+      case solve::GateState::Undecided: c.gate = "undecided"; break;
+    }
+    if (v.undecided) c.gate = "undecided";
+    c.condition = v.gate.condition;
+    if (v.gate.sizes) {
+      c.has_sizes = true;
+      c.gate_lo = v.gate.sizes->lo;
+      c.gate_hi = v.gate.sizes->unbounded() ? -1 : v.gate.sizes->hi;
+    }
+    for (const auto& p : v.dispatch) {
+      StaticPart sp;
+      sp.kind = p.kind == model::LeafKind::Launch ? "launch" : p.kind == model::LeafKind::Throw ? "throw" : "none";
+      sp.kernel = p.kernel;
+      sp.lo = p.sizes.lo;
+      sp.hi = p.sizes.unbounded() ? -1 : p.sizes.hi;
+      sp.precondition = p.precondition;
+      c.parts.push_back(sp);
+    }
+    m.cells.push_back(std::move(c));
+  }
+  return m;
+}
+
+Plan makePlan(const Options& o) {
+  Plan plan;
+  if (!o.plan.empty()) {
+    std::ifstream in(o.plan);
+    if (!in) throw InputError(o.plan + ": cannot read the plan");
+    try {
+      return planFromJson(nlohmann::json::parse(in));
+    } catch (const std::exception& e) {
+      throw InputError(o.plan + ": " + e.what());
+    }
+  }
+  std::string python = o.python;
+  driver::Request base;
+  base.target = o.target;
+  base.rules_dir = o.rules_dir;
+  base.cpp.include_dirs = o.include_dirs;
+  if (!o.check_path.empty()) {
+    if (!fs::is_directory(o.check_path)) throw InputError(o.check_path + ": --check takes a directory (a checkout)");
+    driver::ScanRequest sr{o.check_path, base, {}};
+    driver::ScanResult s = driver::scan(sr);
+    plan.has_static = true;
+    plan.matrix = matrixFromResult(s.results.front());
+    if (s.results.size() > 1)
+      plan.notes.push_back(std::to_string(s.results.size()) + " gates found under " + o.check_path +
+                           "; the first (" + s.units.front().target + ") is used");
+    if (python.empty() && !s.units.front().python_files.empty())
+      python = (fs::path(o.check_path) / s.units.front().python_files.front()).string();
+  }
+  if (!o.header.empty()) {
+    if (python.empty()) {
+      fs::path sibling = fs::path(o.header).parent_path() / "custom_all_reduce.py";
+      if (fs::exists(sibling)) python = sibling.string();
+      else throw InputError("--header needs the Python gate: give --python FILE (or --check DIR)");
+    }
+    driver::Request req = base;
+    req.python_files = {python};
+    req.cpp_files = {o.header};
+    report::Result r = driver::analyse(req);
+    StaticMatrix m = matrixFromResult(r);
+    if (plan.has_static && (m.python != plan.matrix.python || m.cpp != plan.matrix.cpp))
+      plan.notes.push_back("the machine's verdict below is for " + m.python + " + " + m.cpp + " (the --header analysis)");
+    plan.has_static = true;
+    plan.matrix = m;
+    plan.header = fs::absolute(o.header).lexically_normal().string();
+    target::Target tgt = driver::selectTarget(o.rules_dir, o.target);
+    try {
+      HarnessSpec spec = planHarness(r.dispatch, o.header, driver::readSource(o.header, 8u << 20), tgt.cpp.members,
+                                     o.include_dirs);
+      plan.harness_source = generateHarness(spec);
+      plan.harness_shims = spec.shims;
+      plan.harness_calls = spec.describe();
+      plan.harness_notes = spec.notes;
+    } catch (const HarnessError& e) {
+      plan.harness_error = e.what();
+    }
+  } else if (!o.python.empty()) {
+    throw InputError("--python goes with --header FILE");
+  }
+  return plan;
+}
+
+int selftestCommand(const Options& o) {
+  Plan plan = makePlan(o);
+  if (!o.save_plan.empty()) {
+    std::ofstream(o.save_plan) << planJson(plan).dump(2) << "\n";
+    std::cerr << "layergate selftest: plan written to " << o.save_plan << "\n";
+  }
+  if (!o.emit_harness.empty()) {
+    if (plan.header.empty()) throw InputError("--emit-harness needs --header FILE");
+    if (!plan.harness_error.empty()) {
+      std::cerr << "layergate selftest: no harness for " << plan.header << ": " << plan.harness_error << "\n";
+      return kExitFailed;
+    }
+    std::cout << writeHarness(plan, o.emit_harness) << "\n";
+    std::cout << "calls: " << plan.harness_calls << "\n";
+    for (const auto& n : plan.harness_notes) std::cout << "note: " << n << "\n";
+    return kExitPassed;
+  }
+  return runSelftest(o, plan, probeMachine(), std::cout);
+}
+
+}  // namespace layergate::selftest

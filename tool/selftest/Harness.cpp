@@ -1,0 +1,933 @@
+#include "selftest/Harness.h"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <regex>
+#include <set>
+#include <sstream>
+
+namespace layergate::selftest {
+
+namespace fs = std::filesystem;
+
+const char* roleName(Role r) {
+  switch (r) {
+    case Role::Rank: return "rank";
+    case Role::WorldSize: return "world size";
+    case Role::Flag: return "NVLink flag";
+    case Role::SignalArray: return "every rank's signal area";
+    case Role::RankData: return "rank-data area";
+    case Role::RankDataBytes: return "rank-data bytes";
+    case Role::RankBuffersArray: return "every rank's buffers";
+    case Role::MaxBytes: return "max bytes";
+    case Role::MaxBlocks: return "blocks per rank";
+    case Role::Stream: return "stream";
+    case Role::Input: return "input";
+    case Role::Output: return "output";
+    case Role::Count: return "element count";
+    case Role::BlockLimit: return "block limit";
+    case Role::PeerArray: return "every rank's address";
+    case Role::LocalPointer: return "this rank's address";
+    case Role::Default: return "declared default";
+  }
+  return "?";
+}
+
+namespace {
+
+std::string trim(std::string s) {
+  size_t a = s.find_first_not_of(" \t\r\n");
+  if (a == std::string::npos) return "";
+  size_t b = s.find_last_not_of(" \t\r\n");
+  return s.substr(a, b - a + 1);
+}
+
+std::string squeeze(const std::string& s) {
+  std::string o;
+  bool sp = false;
+  for (char c : s) {
+    if (std::isspace(static_cast<unsigned char>(c))) {
+      sp = true;
+      continue;
+    }
+    if (sp && !o.empty()) o += ' ';
+    sp = false;
+    o += c;
+  }
+  return o;
+}
+
+bool isIdent(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+bool hasWord(const std::string& s, const std::string& w) {
+  for (size_t p = s.find(w); p != std::string::npos; p = s.find(w, p + 1)) {
+    bool l = p == 0 || !isIdent(s[p - 1]);
+    bool r = p + w.size() >= s.size() || !isIdent(s[p + w.size()]);
+    if (l && r) return true;
+  }
+  return false;
+}
+
+std::string lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// Comments, string and char literals and preprocessor lines become spaces
+// (newlines kept), so that braces and parentheses can be counted.
+std::string blank(const std::string& t) {
+  std::string o = t;
+  size_t i = 0, n = t.size();
+  bool line_start = true;
+  while (i < n) {
+    char c = t[i];
+    if (line_start && (c == ' ' || c == '\t')) {
+      ++i;
+      continue;
+    }
+    if (line_start && c == '#') {
+      while (i < n && t[i] != '\n') {
+        if (t[i] == '\\' && i + 1 < n && t[i + 1] == '\n') {
+          o[i] = ' ';
+          i += 2;
+          continue;
+        }
+        o[i++] = ' ';
+      }
+      continue;
+    }
+    line_start = false;
+    if (c == '\n') {
+      line_start = true;
+      ++i;
+    } else if (c == '/' && i + 1 < n && t[i + 1] == '/') {
+      while (i < n && t[i] != '\n') o[i++] = ' ';
+    } else if (c == '/' && i + 1 < n && t[i + 1] == '*') {
+      while (i < n && !(t[i] == '*' && i + 1 < n && t[i + 1] == '/')) {
+        if (t[i] != '\n') o[i] = ' ';
+        ++i;
+      }
+      if (i < n) o[i] = o[i + 1] = ' ', i += 2;
+    } else if (c == '\'' && i > 0 && std::isxdigit(static_cast<unsigned char>(t[i - 1]))) {
+      ++i;  // a digit separator: 10'000'000'000
+    } else if (c == '"' || c == '\'') {
+      char q = c;
+      ++i;
+      while (i < n && t[i] != q && t[i] != '\n') {
+        if (t[i] == '\\') o[i++] = ' ';
+        if (i < n) o[i++] = ' ';
+      }
+      ++i;
+    } else {
+      ++i;
+    }
+  }
+  return o;
+}
+
+size_t matchClose(const std::string& s, size_t open) {
+  const char o = s[open], c = o == '{' ? '}' : o == '(' ? ')' : o == '[' ? ']' : '>';
+  int d = 0;
+  for (size_t i = open; i < s.size(); ++i) {
+    if (s[i] == o) ++d;
+    else if (s[i] == c && --d == 0) return i;
+  }
+  return std::string::npos;
+}
+
+std::string readIdent(const std::string& s, size_t& i) {
+  while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
+  size_t b = i;
+  while (i < s.size() && (isIdent(s[i]) || (s[i] == ':' && i + 1 < s.size() && s[i + 1] == ':'))) i += s[i] == ':' ? 2 : 1;
+  return s.substr(b, i - b);
+}
+
+// Splits at top-level commas (outside (), <>, [], {}).
+std::vector<std::string> splitTop(const std::string& s) {
+  std::vector<std::string> out;
+  int d = 0;
+  std::string cur;
+  for (char c : s) {
+    if (c == '(' || c == '<' || c == '[' || c == '{') ++d;
+    if (c == ')' || c == '>' || c == ']' || c == '}') --d;
+    if (c == ',' && d == 0) {
+      out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  if (!trim(cur).empty()) out.push_back(cur);
+  return out;
+}
+
+void parseMember(const std::string& seg, const std::string& class_name, std::vector<HeaderMethod>& out) {
+  // The first '(' outside template brackets and not after '=' names the function.
+  int angle = 0;
+  size_t paren = std::string::npos;
+  for (size_t i = 0; i < seg.size(); ++i) {
+    char c = seg[i];
+    if (c == '<') ++angle;
+    else if (c == '>') angle = std::max(0, angle - 1);
+    else if (c == '=' && angle == 0) return;  // a data member with an initialiser
+    else if (c == '(' && angle == 0) {
+      paren = i;
+      break;
+    }
+  }
+  if (paren == std::string::npos) return;
+  size_t e = paren;
+  while (e > 0 && std::isspace(static_cast<unsigned char>(seg[e - 1]))) --e;
+  size_t b = e;
+  while (b > 0 && isIdent(seg[b - 1])) --b;
+  if (b == e) return;
+  HeaderMethod m;
+  m.name = seg.substr(b, e - b);
+  std::string prefix = squeeze(seg.substr(0, b));
+  if (m.name == "operator" || prefix.find("operator") != std::string::npos) return;
+  if (!prefix.empty() && prefix.back() == '~') return;  // destructor
+  const size_t close = matchClose(seg, paren);
+  if (close == std::string::npos) return;
+  m.params = parseParams(seg.substr(paren + 1, close - paren - 1));
+  m.is_template = prefix.rfind("template", 0) == 0;
+  if (m.is_template) {
+    size_t lt = prefix.find('<');
+    size_t gt = lt == std::string::npos ? std::string::npos : matchClose(prefix, lt);
+    prefix = gt == std::string::npos ? prefix : trim(prefix.substr(gt + 1));
+  }
+  m.is_static = hasWord(prefix, "static");
+  for (const char* kw : {"static", "inline", "virtual", "constexpr", "explicit", "__host__", "__device__", "__forceinline__"}) {
+    std::string w = kw;
+    for (size_t p; (p = prefix.find(w)) != std::string::npos && hasWord(prefix, w);) prefix.erase(p, w.size());
+  }
+  m.return_type = squeeze(prefix);
+  m.is_ctor = m.name == class_name && m.return_type.empty();
+  out.push_back(std::move(m));
+}
+
+}  // namespace
+
+std::vector<HeaderParam> parseParams(const std::string& text) {
+  std::vector<HeaderParam> out;
+  for (std::string p : splitTop(text)) {
+    p = squeeze(p);
+    if (p.empty() || p == "void") continue;
+    HeaderParam hp;
+    int d = 0;
+    for (size_t i = 0; i < p.size(); ++i) {
+      char c = p[i];
+      if (c == '(' || c == '<' || c == '[' || c == '{') ++d;
+      if (c == ')' || c == '>' || c == ']' || c == '}') --d;
+      if (c == '=' && d == 0 && (i + 1 >= p.size() || p[i + 1] != '=')) {
+        hp.has_default = true;
+        hp.default_text = trim(p.substr(i + 1));
+        p = trim(p.substr(0, i));
+        break;
+      }
+    }
+    std::string arr;
+    if (!p.empty() && p.back() == ']') {
+      size_t lb = p.rfind('[');
+      arr = "*";
+      p = trim(p.substr(0, lb));
+    }
+    size_t e = p.size(), b = e;
+    while (b > 0 && isIdent(p[b - 1])) --b;
+    std::string before = trim(p.substr(0, b));
+    if (b < e && !before.empty() && before != "const" && before != "unsigned" && before != "signed") {
+      hp.name = p.substr(b);
+      hp.type = squeeze(before + arr);
+    } else {
+      hp.type = squeeze(p + arr);
+    }
+    out.push_back(hp);
+  }
+  return out;
+}
+
+ClassScan scanClass(const std::string& text, const std::string& class_name) {
+  ClassScan cs;
+  const std::string s = blank(text);
+  struct Scope {
+    bool ns;
+    std::vector<std::string> names;
+  };
+  std::vector<Scope> stack;
+  size_t i = 0;
+  while (i < s.size()) {
+    char c = s[i];
+    if (isIdent(c) && (i == 0 || !isIdent(s[i - 1]))) {
+      size_t j = i;
+      std::string word = readIdent(s, j);
+      if (word == "namespace") {
+        size_t k = j;
+        std::string name = readIdent(s, k);
+        while (k < s.size() && std::isspace(static_cast<unsigned char>(s[k]))) ++k;
+        if (k < s.size() && s[k] == '{') {
+          Scope sc{true, {}};
+          std::stringstream ss(name);
+          std::string part;
+          for (size_t p = 0; p <= name.size();) {
+            size_t q = name.find("::", p);
+            part = name.substr(p, q == std::string::npos ? std::string::npos : q - p);
+            if (!part.empty() && part != "inline") sc.names.push_back(part);
+            if (q == std::string::npos) break;
+            p = q + 2;
+          }
+          stack.push_back(sc);
+          i = k + 1;
+          continue;
+        }
+      } else if ((word == "class" || word == "struct") && !cs.found) {
+        // class [attributes] NAME [final] [: bases] {
+        size_t k = j;
+        std::string name = readIdent(s, k);
+        while (name.rfind("__", 0) == 0 || name == "alignas") {  // __align__(16), alignas(16)
+          while (k < s.size() && std::isspace(static_cast<unsigned char>(s[k]))) ++k;
+          if (k < s.size() && s[k] == '(') k = matchClose(s, k) + 1;
+          name = readIdent(s, k);
+        }
+        if (name == class_name) {
+          size_t brace = s.find_first_of("{;", k);
+          if (brace != std::string::npos && s[brace] == '{') {
+            cs.found = true;
+            for (const auto& sc : stack)
+              if (sc.ns) cs.namespaces.insert(cs.namespaces.end(), sc.names.begin(), sc.names.end());
+            const size_t end = matchClose(s, brace);
+            std::string body = s.substr(brace + 1, end == std::string::npos ? std::string::npos : end - brace - 1);
+            std::string seg;
+            for (size_t p = 0; p < body.size(); ++p) {
+              char bc = body[p];
+              if (bc == '{') {
+                parseMember(seg, class_name, cs.methods);
+                size_t q = matchClose(body, p);
+                if (q == std::string::npos) break;
+                p = q;
+                // A data member with a braced initialiser ends at the ';' that follows.
+                size_t r = p + 1;
+                while (r < body.size() && std::isspace(static_cast<unsigned char>(body[r]))) ++r;
+                if (r < body.size() && body[r] == ';') p = r;
+                seg.clear();
+              } else if (bc == ';') {
+                parseMember(seg, class_name, cs.methods);
+                seg.clear();
+              } else if (bc == ':' && (p + 1 >= body.size() || body[p + 1] != ':') && (p == 0 || body[p - 1] != ':')) {
+                std::string t = trim(seg);
+                if (t == "public" || t == "private" || t == "protected") seg.clear();
+                else seg += bc;
+              } else {
+                seg += bc;
+              }
+            }
+            return cs;
+          }
+        }
+        i = j;
+        continue;
+      }
+      i = j;
+      continue;
+    }
+    if (c == '{') stack.push_back({false, {}});
+    else if (c == '}' && !stack.empty()) stack.pop_back();
+    ++i;
+  }
+  return cs;
+}
+
+namespace {
+
+std::string baseType(std::string t) {
+  for (const char* q : {"const", "volatile", "__restrict__", "struct"}) {
+    std::string w = q;
+    for (size_t p; (p = t.find(w)) != std::string::npos && hasWord(t, w);) t.erase(p, w.size());
+  }
+  t.erase(std::remove_if(t.begin(), t.end(), [](char c) { return c == '*' || c == '&' || std::isspace(static_cast<unsigned char>(c)); }),
+          t.end());
+  return t;
+}
+
+int stars(const std::string& t) { return static_cast<int>(std::count(t.begin(), t.end(), '*')); }
+
+bool isIntegral(const std::string& t) {
+  std::string b = baseType(t);
+  for (const char* k : {"int", "long", "size_t", "int64_t", "int32_t", "uint32_t", "uint64_t", "unsigned", "std::size_t",
+                        "std::int64_t", "longlong", "unsignedint", "unsignedlong"})
+    if (b == k) return true;
+  return false;
+}
+
+std::string qualify(const std::string& type, const std::string& ns) {
+  if (type.find("::") != std::string::npos || ns.empty()) return type;
+  return ns + "::" + type;
+}
+
+}  // namespace
+
+HarnessSpec planHarness(const model::Dispatch& d, const std::string& header_path, const std::string& header_text,
+                        const std::map<std::string, std::string>& member_config,
+                        const std::vector<std::string>& include_dirs) {
+  HarnessSpec h;
+  h.header = fs::absolute(header_path).lexically_normal().string();
+  std::string cls = d.class_name;
+  if (size_t p = cls.rfind("::"); p != std::string::npos) cls = cls.substr(p + 2);
+  ClassScan cs = scanClass(header_text, cls);
+  if (!cs.found) throw HarnessError("class " + cls + " is not defined in " + header_path);
+  for (size_t i = 0; i < cs.namespaces.size(); ++i) h.ns += (i ? "::" : "") + cs.namespaces[i];
+  h.class_name = qualify(cls, h.ns);
+  h.dispatch = d.function;
+  for (const auto& l : d.leaves)
+    if (l.kind == model::LeafKind::Launch && std::find(h.kernels.begin(), h.kernels.end(), l.kernel) == h.kernels.end())
+      h.kernels.push_back(l.kernel);
+
+  // --- constructor: the frontend's CtorInfo, the one with the most parameters
+  // that the harness can fill.
+  const model::CtorInfo* ctor = nullptr;
+  for (const auto& c : d.ctors)
+    if (!ctor || c.params.size() > ctor->params.size()) ctor = &c;
+  std::vector<HeaderParam> cparams;
+  std::map<int, std::string> param_config;  // ctor param index -> config variable of the member it sets
+  if (ctor) {
+    for (const auto& p : ctor->params) cparams.push_back({p.type, p.name, p.default_text, p.has_default});
+    for (const auto& mi : ctor->inits) {
+      auto it = member_config.find(mi.member);
+      if (it != member_config.end() && mi.param >= 0) param_config[mi.param] = it->second;
+      if (mi.param >= 0 && mi.member.find("rank") != std::string::npos && mi.member.find("world") == std::string::npos &&
+          !param_config.count(mi.param))
+        param_config[mi.param] = "rank";
+    }
+  } else {
+    for (const auto& m : cs.methods)
+      if (m.is_ctor && m.params.size() > cparams.size()) cparams = m.params;
+    if (cparams.empty()) throw HarnessError("no constructor of " + cls + " found");
+    h.notes.push_back("constructor read from the header text (the C++ frontend reported none)");
+  }
+  auto staticReturning = [&](const std::string& type) -> const HeaderMethod* {
+    for (const auto& m : cs.methods)
+      if (m.is_static && baseType(m.return_type) == type && !m.params.empty() && m.params.size() <= 2) return &m;
+    return nullptr;
+  };
+  // The last parameter with no default is where the constructor call may stop.
+  int needed = -1;
+  for (size_t i = 0; i < cparams.size(); ++i)
+    if (!cparams[i].has_default) needed = static_cast<int>(i);
+  for (const auto& p : cparams) {
+    const std::string b = baseType(p.type);
+    if (b.find("IpcMemHandle") != std::string::npos || (b.find("vector") != std::string::npos && b.find("string") != std::string::npos))
+      throw HarnessError("constructor parameter '" + p.type + " " + p.name +
+                         "' takes CUDA IPC handles, which cannot be opened in the process that created them: a "
+                         "single-process harness cannot build this class");
+  }
+  bool rank_data_seen = false;
+  for (size_t i = 0; i < cparams.size(); ++i) {
+    const HeaderParam& p = cparams[i];
+    const std::string n = lower(p.name), b = baseType(p.type);
+    const std::string cfg = param_config.count(static_cast<int>(i)) ? param_config[static_cast<int>(i)] : "";
+    Role role;
+    if (cfg == "full_nvlink" || (cfg.empty() && b == "bool" && (n.find("nvlink") != std::string::npos || n.find("connected") != std::string::npos)))
+      role = Role::Flag;
+    else if (cfg == "world_size" || (cfg.empty() && isIntegral(p.type) && stars(p.type) == 0 &&
+                                     (n.find("world") != std::string::npos || n == "nranks" || n == "num_ranks")))
+      role = Role::WorldSize;
+    else if (cfg == "rank" || (isIntegral(p.type) && stars(p.type) == 0 && n == "rank"))
+      role = Role::Rank;
+    else if (stars(p.type) == 2 && b != "void")
+      role = Role::SignalArray, h.signal_type = qualify(b, h.ns);
+    else if (stars(p.type) == 1 && b == "void" && !rank_data_seen)
+      role = Role::RankData, rank_data_seen = true;
+    else if (isIntegral(p.type) && stars(p.type) == 0 && rank_data_seen && n.find("rank") != std::string::npos)
+      role = Role::RankDataBytes;
+    else if (stars(p.type) == 1 && b != "void" && staticReturning(b)) {
+      role = Role::RankBuffersArray;
+      h.rank_buffers_type = qualify(b, h.ns);
+      h.rank_buffers_alloc = staticReturning(b)->name;
+      for (const auto& m : cs.methods)
+        if (m.is_static && m.params.size() == 1 && baseType(m.params[0].type) == b && m.name.find("free") != std::string::npos)
+          h.rank_buffers_free = m.name;
+    } else if (isIntegral(p.type) && stars(p.type) == 0 && n.find("block") != std::string::npos)
+      role = Role::MaxBlocks;
+    else if (isIntegral(p.type) && stars(p.type) == 0 && n.find("max") != std::string::npos &&
+             (n.find("byte") != std::string::npos || n.find("size") != std::string::npos))
+      role = Role::MaxBytes;
+    else if (p.has_default)
+      role = Role::Default;
+    else
+      throw HarnessError("constructor parameter '" + p.type + " " + p.name +
+                         "' has no role the harness knows how to fill (rank, world size, NVLink flag, signal "
+                         "areas, rank data, rank buffers, max bytes, blocks)");
+    if (role == Role::Default && static_cast<int>(i) > needed) break;
+    h.ctor.push_back({role, p});
+  }
+  // Drop trailing defaults that are not needed.
+  while (!h.ctor.empty() && h.ctor.back().role == Role::Default) h.ctor.pop_back();
+  bool has_flag = false, has_ws = false, has_rank = false;
+  for (const auto& a : h.ctor) {
+    has_flag |= a.role == Role::Flag;
+    has_ws |= a.role == Role::WorldSize || a.role == Role::SignalArray || a.role == Role::RankBuffersArray;
+    has_rank |= a.role == Role::Rank;
+  }
+  if (!has_flag) {
+    // The flag may sit among the defaults after `needed`: pass it.
+    for (size_t i = h.ctor.size(); i < cparams.size(); ++i) {
+      const std::string cfg = param_config.count(static_cast<int>(i)) ? param_config[static_cast<int>(i)] : "";
+      const std::string n = lower(cparams[i].name);
+      bool flag = cfg == "full_nvlink" || (baseType(cparams[i].type) == "bool" &&
+                                           (n.find("nvlink") != std::string::npos || n.find("connected") != std::string::npos));
+      if (!flag) continue;
+      for (size_t k = h.ctor.size(); k < i; ++k) h.ctor.push_back({Role::Default, cparams[k]});
+      h.ctor.push_back({Role::Flag, cparams[i]});
+      has_flag = true;
+      break;
+    }
+  }
+  if (!has_flag) throw HarnessError("no constructor parameter sets the NVLink flag member");
+  if (!has_rank) throw HarnessError("no constructor parameter sets the rank");
+  if (!has_ws) throw HarnessError("no constructor parameter gives the world size");
+
+  // --- buffer registration: a method named register*buffer* (not graph buffers).
+  const HeaderMethod* reg = nullptr;
+  for (const auto& m : cs.methods) {
+    std::string n = lower(m.name);
+    if (n.find("register") != std::string::npos && n.find("buffer") != std::string::npos && n.find("graph") == std::string::npos &&
+        !m.is_static)
+      if (!reg || m.params.size() < reg->params.size()) reg = &m;
+  }
+  if (reg) {
+    h.register_method = reg->name;
+    for (const auto& p : reg->params) {
+      if (p.has_default) break;
+      const std::string b = baseType(p.type);
+      if (b == "void" && stars(p.type) == 2) h.register_args.push_back({Role::PeerArray, p});
+      else if (b == "void" && stars(p.type) == 1) h.register_args.push_back({Role::LocalPointer, p});
+      else {
+        h.notes.push_back(reg->name + "(" + p.type + " " + p.name + ", ...) takes something other than raw pointers (IPC "
+                          "handles?): inputs are not registered");
+        h.register_method.clear();
+        h.register_args.clear();
+        break;
+      }
+    }
+  } else {
+    h.notes.push_back("no register_buffer-like method found: inputs are not registered");
+  }
+
+  // --- the dispatch entry.
+  const HeaderMethod* disp = nullptr;
+  for (const auto& m : cs.methods)
+    if (m.name == d.function && !m.is_static) disp = &m;
+  if (!disp) throw HarnessError("dispatch function " + cls + "::" + d.function + " not found in the class body");
+  h.dispatch_is_template = disp->is_template;
+  int pointers = 0, last_needed = -1;
+  std::vector<HarnessArg> args;
+  for (size_t i = 0; i < disp->params.size(); ++i) {
+    const HeaderParam& p = disp->params[i];
+    const std::string b = baseType(p.type), n = lower(p.name);
+    Role role;
+    if (b.find("Stream") != std::string::npos || b.find("stream") != std::string::npos) role = Role::Stream;
+    else if (stars(p.type) == 1 && pointers == 0) role = Role::Input, ++pointers;
+    else if (stars(p.type) == 1 && pointers == 1) role = Role::Output, ++pointers;
+    else if (isIntegral(p.type) && !p.has_default && stars(p.type) == 0) role = Role::Count;
+    else if (isIntegral(p.type) && n.find("block") != std::string::npos) role = Role::BlockLimit;
+    else if (p.has_default) role = Role::Default;
+    else
+      throw HarnessError("dispatch parameter '" + p.type + " " + p.name + "' has no role the harness knows how to fill");
+    if (role != Role::Default) last_needed = static_cast<int>(i);
+    args.push_back({role, p});
+  }
+  if (pointers < 2) throw HarnessError("the dispatch does not take an input and an output pointer");
+  args.resize(static_cast<size_t>(last_needed + 1));
+  h.dispatch_args = args;
+
+  // --- includes the header names that are not there: empty stand-ins, with
+  // fallback definitions of the error-check macros the header uses but does
+  // not define (they usually live in the missing project header).
+  std::vector<std::string> dirs{fs::path(h.header).parent_path().string()};
+  dirs.insert(dirs.end(), include_dirs.begin(), include_dirs.end());
+  std::regex inc_re("^[ \t]*#[ \t]*include[ \t]*\"([^\"]+)\"");
+  std::vector<std::string> missing;
+  std::istringstream in(header_text);
+  for (std::string line; std::getline(in, line);) {
+    std::smatch m;
+    if (!std::regex_search(line, m, inc_re)) continue;
+    bool found = false;
+    for (const auto& dir : dirs) found = found || fs::exists(fs::path(dir) / m[1].str());
+    if (!found) missing.push_back(m[1].str());
+  }
+  if (!missing.empty()) {
+    std::set<std::string> defined, used;
+    std::regex def_re("#[ \t]*define[ \t]+([A-Za-z_][A-Za-z0-9_]*)");
+    for (auto it = std::sregex_iterator(header_text.begin(), header_text.end(), def_re); it != std::sregex_iterator(); ++it)
+      defined.insert((*it)[1].str());
+    const std::string code = blank(header_text);
+    std::regex call_re("\\b([A-Z][A-Z0-9_]*CHECK[A-Z0-9_]*|CHECK[A-Z0-9_]*)[ \t]*\\(");
+    for (auto it = std::sregex_iterator(code.begin(), code.end(), call_re); it != std::sregex_iterator(); ++it)
+      if (!defined.count((*it)[1].str())) used.insert((*it)[1].str());
+    for (size_t k = 0; k < missing.size(); ++k) {
+      std::string body = "// Stand-in written by layergate selftest: \"" + missing[k] +
+                         "\" is included by the header but was not found.\n#pragma once\n";
+      if (k == 0 && !used.empty()) {
+        body += "#include <cuda_runtime.h>\n#include <stdexcept>\n#include <string>\n"
+                "namespace layergate_harness_shim {\n"
+                "inline void check(cudaError_t e, const char* what) {\n"
+                "  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + \": \" + cudaGetErrorString(e));\n"
+                "}\n"
+                "template <typename X> inline void check(X ok, const char* what) {\n"
+                "  if (!ok) throw std::runtime_error(std::string(what) + \" failed\");\n"
+                "}\n"
+                "}  // namespace layergate_harness_shim\n";
+        for (const auto& mac : used)
+          body += "#ifndef " + mac + "\n#define " + mac + "(...) ::layergate_harness_shim::check((__VA_ARGS__), #__VA_ARGS__)\n#endif\n";
+        h.notes.push_back("fallback definitions for " + std::to_string(used.size()) + " error-check macro(s) the header uses but does not define");
+      }
+      h.shims[missing[k]] = body;
+      h.notes.push_back("stand-in for missing include \"" + missing[k] + "\"");
+    }
+  }
+  return h;
+}
+
+std::string HarnessSpec::describe() const {
+  auto list = [](const std::vector<HarnessArg>& a) {
+    std::string s;
+    for (size_t i = 0; i < a.size(); ++i)
+      s += (i ? ", " : "") + a[i].param.name + "=" + roleName(a[i].role) + (a[i].role == Role::Default ? " (" + a[i].param.default_text + ")" : "");
+    return s;
+  };
+  std::string s = class_name + "(" + list(ctor) + ")";
+  if (!register_method.empty()) s += "; " + register_method + "(" + list(register_args) + ")";
+  s += "; " + dispatch + (dispatch_is_template ? "<float>" : "") + "(" + list(dispatch_args) + ")";
+  return s;
+}
+
+std::string HarnessCell::arg() const {
+  return std::to_string(world_size) + ":" + (full_nvlink ? "1" : "0") + ":" + std::to_string(bytes);
+}
+
+namespace {
+
+const char* kHarnessBody = R"CU(
+namespace lgh {
+
+#define LGH_CK(x)                                                                          \
+  do {                                                                                     \
+    cudaError_t e_ = (x);                                                                  \
+    if (e_ != cudaSuccess) {                                                               \
+      std::printf("HARNESS_ERROR %s: %s\n", #x, cudaGetErrorString(e_));                   \
+      std::fflush(stdout);                                                                 \
+      std::_Exit(2);                                                                       \
+    }                                                                                      \
+  } while (0)
+
+constexpr unsigned char kSentinel = 0x7B;  // 0x7B7B7B7B is no possible sum
+constexpr size_t kRankDataBytes = 8u << 20;
+
+// Small integers: every sum is exact in float, in any order.
+inline float value(int rank, size_t i) { return static_cast<float>(static_cast<int>((i * 7 + rank * 3) % 9) - 4); }
+
+struct Rank {
+  int dev = 0;
+  int blocks = 1;
+  cudaStream_t stream = nullptr;
+  void* in = nullptr;
+  void* out = nullptr;
+  void* signal = nullptr;
+  void* rank_data = nullptr;
+  LGH_RANK_BUFFERS_MEMBER
+  LGH_CLASS* obj = nullptr;
+};
+
+void cell_line(int ws, int nv, size_t bytes, const char* status, const std::string& detail) {
+  std::printf("CELL %d %d %zu %s %s\n", ws, nv, bytes, status, detail.c_str());
+  std::fflush(stdout);
+}
+
+void run_cell(int ws, int nv, size_t bytes, int ngpu, const std::vector<int>& sms, long timeout_ms) {
+  const bool nvlink = nv != 0;
+  const size_t max_bytes = (bytes + 255) / 256 * 256;
+  const size_t count = bytes / sizeof(float);
+  std::vector<Rank> R(ws);
+  std::vector<int> per_dev(ngpu, 0);
+  for (int r = 0; r < ws; ++r) per_dev[r % ngpu]++;
+  for (int r = 0; r < ws; ++r) {
+    Rank& k = R[r];
+    k.dev = r % ngpu;
+    // All ranks' blocks must be resident at once, or a rank that waits for a
+    // peer whose blocks cannot start waits for ever.
+    k.blocks = std::max(1, sms[k.dev] / per_dev[k.dev]);
+    LGH_CK(cudaSetDevice(k.dev));
+    LGH_CK(cudaStreamCreateWithFlags(&k.stream, cudaStreamNonBlocking));
+    LGH_CK(cudaMalloc(&k.in, max_bytes));
+    LGH_CK(cudaMalloc(&k.out, max_bytes));
+    LGH_ALLOC
+  }
+  std::vector<void*> ins(ws);
+  for (int r = 0; r < ws; ++r) ins[r] = R[r].in;
+  LGH_GATHER
+  std::string thrown;
+  for (int r = 0; r < ws; ++r) {
+    Rank& k = R[r];
+    LGH_CK(cudaSetDevice(k.dev));
+    try {
+      k.obj = new LGH_CLASS(LGH_CTOR_ARGS);
+      LGH_REGISTER
+    } catch (const std::exception& e) {
+      if (thrown.empty()) thrown = std::string("constructor/registration: ") + e.what();
+    }
+  }
+  if (!thrown.empty()) {
+    cell_line(ws, nv, bytes, "THROW", thrown);
+    return;  // buffers leak: a short-lived process
+  }
+  // Inputs, and outputs filled with the sentinel, on each rank's own stream.
+  std::vector<std::vector<float>> host(ws, std::vector<float>(count));
+  std::vector<float> expect(count, 0.f);
+  for (int r = 0; r < ws; ++r)
+    for (size_t i = 0; i < count; ++i) {
+      host[r][i] = value(r, i);
+      expect[i] += host[r][i];
+    }
+  for (int r = 0; r < ws; ++r) {
+    Rank& k = R[r];
+    LGH_CK(cudaSetDevice(k.dev));
+    LGH_CK(cudaMemcpyAsync(k.in, host[r].data(), bytes, cudaMemcpyHostToDevice, k.stream));
+    LGH_CK(cudaMemsetAsync(k.out, kSentinel, bytes, k.stream));
+    LGH_CK(cudaStreamSynchronize(k.stream));
+  }
+  for (int r = 0; r < ws; ++r) {
+    Rank& k = R[r];
+    LGH_CK(cudaSetDevice(k.dev));
+    try {
+      k.obj->LGH_DISPATCH(LGH_DISPATCH_ARGS);
+    } catch (const std::exception& e) {
+      if (thrown.empty()) thrown = e.what();
+    }
+  }
+  // Bounded wait: a kernel that spins for ever is reported, never waited on.
+  const auto t0 = std::chrono::steady_clock::now();
+  for (;;) {
+    bool done = true;
+    for (int r = 0; r < ws; ++r) {
+      LGH_CK(cudaSetDevice(R[r].dev));
+      cudaError_t q = cudaStreamQuery(R[r].stream);
+      if (q == cudaErrorNotReady) done = false;
+      else if (q != cudaSuccess) {
+        cell_line(ws, nv, bytes, "ERROR", std::string("device error: ") + cudaGetErrorString(q));
+        std::_Exit(3);  // the context is lost; the caller restarts with the next cell
+      }
+    }
+    if (done) break;
+    if (std::chrono::steady_clock::now() - t0 > std::chrono::milliseconds(timeout_ms)) {
+      cell_line(ws, nv, bytes, "HANG", "not finished after " + std::to_string(timeout_ms) + " ms" +
+                                            (thrown.empty() ? "" : " (a rank threw: " + thrown + ")"));
+      std::_Exit(3);
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  if (!thrown.empty()) {
+    cell_line(ws, nv, bytes, "THROW", thrown);
+    return;
+  }
+  size_t wrong = 0, sentinel = 0, first_bad = static_cast<size_t>(-1);
+  std::vector<unsigned char> got(bytes);
+  for (int r = 0; r < ws; ++r) {
+    LGH_CK(cudaSetDevice(R[r].dev));
+    LGH_CK(cudaMemcpy(got.data(), R[r].out, bytes, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < count; ++i) {
+      float f;
+      std::memcpy(&f, got.data() + i * 4, 4);
+      bool s = got[i * 4] == kSentinel && got[i * 4 + 1] == kSentinel && got[i * 4 + 2] == kSentinel && got[i * 4 + 3] == kSentinel;
+      if (s) ++sentinel;
+      if (f != expect[i]) {
+        ++wrong;
+        if (first_bad == static_cast<size_t>(-1)) first_bad = i;
+      }
+    }
+  }
+  const size_t total = count * ws;
+  if (wrong == 0)
+    cell_line(ws, nv, bytes, "OK", std::to_string(total) + " elements right");
+  else if (sentinel == total)
+    cell_line(ws, nv, bytes, "NO_KERNEL", "every output element kept the sentinel (" + std::to_string(total) + ")");
+  else
+    cell_line(ws, nv, bytes, "WRONG", std::to_string(wrong) + " of " + std::to_string(total) + " wrong, " +
+                                          std::to_string(sentinel) + " untouched, first at element " + std::to_string(first_bad));
+  for (int r = 0; r < ws; ++r) {
+    LGH_CK(cudaSetDevice(R[r].dev));
+    LGH_CK(cudaDeviceSynchronize());
+    delete R[r].obj;
+    cudaFree(R[r].in);
+    cudaFree(R[r].out);
+    if (R[r].signal) cudaFree(R[r].signal);
+    if (R[r].rank_data) cudaFree(R[r].rank_data);
+    LGH_FREE
+    cudaStreamDestroy(R[r].stream);
+  }
+}
+
+}  // namespace lgh
+
+int main(int argc, char** argv) {
+  long timeout_ms = 5000;
+  int want_gpus = 0;
+  std::vector<std::string> cells;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--timeout-ms" && i + 1 < argc) timeout_ms = std::atol(argv[++i]);
+    else if (a == "--gpus" && i + 1 < argc) want_gpus = std::atoi(argv[++i]);
+    else cells.push_back(a);
+  }
+  int ngpu = 0;
+  if (cudaGetDeviceCount(&ngpu) != cudaSuccess || ngpu == 0) {
+    std::printf("SKIP: no CUDA device\n");
+    return 0;
+  }
+  if (want_gpus > 0) ngpu = std::min(ngpu, want_gpus);
+  std::vector<int> sms(ngpu);
+  for (int d = 0; d < ngpu; ++d) {
+    cudaDeviceProp p;
+    LGH_CK(cudaGetDeviceProperties(&p, d));
+    sms[d] = p.multiProcessorCount;
+    LGH_CK(cudaSetDevice(d));
+    for (int e = 0; e < ngpu; ++e) {
+      int can = 0;
+      if (e == d || cudaDeviceCanAccessPeer(&can, d, e) != cudaSuccess || !can) continue;
+      cudaError_t r = cudaDeviceEnablePeerAccess(e, 0);
+      if (r != cudaSuccess && r != cudaErrorPeerAccessAlreadyEnabled) LGH_CK(r);
+      cudaGetLastError();
+    }
+  }
+  std::printf("HARNESS gpus=%d sms=%d timeout_ms=%ld\n", ngpu, sms[0], timeout_ms);
+  std::fflush(stdout);
+  for (const auto& c : cells) {
+    int ws = 0, nv = 0;
+    unsigned long long bytes = 0;
+    if (std::sscanf(c.c_str(), "%d:%d:%llu", &ws, &nv, &bytes) != 3) {
+      std::printf("HARNESS_ERROR bad cell %s\n", c.c_str());
+      return 2;
+    }
+    lgh::run_cell(ws, nv, static_cast<size_t>(bytes), ngpu, sms, timeout_ms);
+  }
+  return 0;
+}
+)CU";
+
+void replaceAll(std::string& s, const std::string& from, const std::string& to) {
+  for (size_t p = 0; (p = s.find(from, p)) != std::string::npos; p += to.size()) s.replace(p, from.size(), to);
+}
+
+}  // namespace
+
+std::string generateHarness(const HarnessSpec& h) {
+  std::ostringstream head;
+  head << "// Generated by `layergate selftest --header`: a harness around " << h.class_name << " from\n// "
+       << h.header << "\n// Calls: " << h.describe() << "\n"
+       << "// Ranks share the GPUs at hand (one stream and buffer set per rank, at most\n"
+       << "// SMs / ranks-per-GPU blocks each); one line per cell: CELL ws nv bytes STATUS detail.\n"
+       << "#include <cuda_runtime.h>\n\n#include <algorithm>\n#include <chrono>\n#include <cstdio>\n#include <cstdlib>\n"
+       << "#include <cstring>\n#include <stdexcept>\n#include <string>\n#include <thread>\n#include <vector>\n\n"
+       << "#include \"" << h.header << "\"\n\n";
+  // Declared defaults are evaluated in the header's namespace.
+  int nd = 0;
+  std::map<const HarnessArg*, std::string> defaults;
+  auto defaultFn = [&](const HarnessArg& a) {
+    std::string fn = "lgh_default_" + std::to_string(nd++);
+    head << "static auto " << fn << "() {\n" << (h.ns.empty() ? "" : "  using namespace " + h.ns + ";\n")
+         << "  return (" << a.param.default_text << ");\n}\n";
+    defaults[&a] = fn + "()";
+  };
+  for (const auto& a : h.ctor)
+    if (a.role == Role::Default) defaultFn(a);
+  for (const auto& a : h.dispatch_args)
+    if (a.role == Role::Default || (a.role == Role::BlockLimit && a.param.has_default)) defaultFn(a);
+
+  std::string alloc, gather, ctor_args, reg, disp_args, free_code, rb_member;
+  for (const auto& a : h.ctor)
+    if (a.role == Role::SignalArray) {
+      alloc += "    LGH_CK(cudaMalloc(&k.signal, sizeof(" + h.signal_type + ") + 2 * max_bytes));\n"
+               "    LGH_CK(cudaMemset(k.signal, 0, sizeof(" + h.signal_type + ") + 2 * max_bytes));\n";
+      gather += "  std::vector<" + h.signal_type + "*> signals(ws);\n"
+                "  for (int r = 0; r < ws; ++r) signals[r] = static_cast<" + h.signal_type + "*>(R[r].signal);\n";
+    } else if (a.role == Role::RankData) {
+      alloc += "    LGH_CK(cudaMalloc(&k.rank_data, kRankDataBytes));\n    LGH_CK(cudaMemset(k.rank_data, 0, kRankDataBytes));\n";
+    } else if (a.role == Role::RankBuffersArray) {
+      rb_member = h.rank_buffers_type + " rb{};";
+      alloc += "    k.rb = " + h.class_name + "::" + h.rank_buffers_alloc + "(max_bytes);\n";
+      gather += "  std::vector<" + h.rank_buffers_type + "> rbs(ws);\n  for (int r = 0; r < ws; ++r) rbs[r] = R[r].rb;\n";
+      if (!h.rank_buffers_free.empty()) free_code = h.class_name + "::" + h.rank_buffers_free + "(R[r].rb);";
+    }
+  alloc += "    LGH_CK(cudaDeviceSynchronize());\n";
+  for (size_t i = 0; i < h.ctor.size(); ++i) {
+    const HarnessArg& a = h.ctor[i];
+    std::string e;
+    switch (a.role) {
+      case Role::Rank: e = "r"; break;
+      case Role::WorldSize: e = "ws"; break;
+      case Role::Flag: e = "nvlink"; break;
+      case Role::SignalArray: e = "signals.data()"; break;
+      case Role::RankData: e = "k.rank_data"; break;
+      case Role::RankDataBytes: e = "kRankDataBytes"; break;
+      case Role::RankBuffersArray: e = "rbs.data()"; break;
+      case Role::MaxBytes: e = "max_bytes"; break;
+      case Role::MaxBlocks: e = "k.blocks"; break;
+      default: e = defaults.count(&a) ? defaults[&a] : "{}"; break;
+    }
+    ctor_args += (i ? ", " : "") + e;
+  }
+  if (!h.register_method.empty()) {
+    std::string ra;
+    for (size_t i = 0; i < h.register_args.size(); ++i)
+      ra += std::string(i ? ", " : "") + (h.register_args[i].role == Role::PeerArray ? "ins.data()" : "k.in");
+    reg = "k.obj->" + h.register_method + "(" + ra + ");";
+  }
+  for (size_t i = 0; i < h.dispatch_args.size(); ++i) {
+    const HarnessArg& a = h.dispatch_args[i];
+    std::string e;
+    switch (a.role) {
+      case Role::Stream: e = "k.stream"; break;
+      case Role::Input: e = "static_cast<float*>(k.in)"; break;
+      case Role::Output: e = "static_cast<float*>(k.out)"; break;
+      case Role::Count: e = "static_cast<int>(count)"; break;
+      case Role::BlockLimit:
+        e = a.param.has_default ? "static_cast<int>(std::min<long long>(" + defaults[&a] + ", k.blocks))" : "k.blocks";
+        break;
+      default: e = defaults.count(&a) ? defaults[&a] : "{}"; break;
+    }
+    disp_args += (i ? ", " : "") + e;
+  }
+  std::string body = kHarnessBody;
+  replaceAll(body, "LGH_RANK_BUFFERS_MEMBER", rb_member);
+  replaceAll(body, "LGH_CLASS", h.class_name);
+  replaceAll(body, "LGH_ALLOC", alloc);
+  replaceAll(body, "LGH_GATHER", gather);
+  replaceAll(body, "LGH_CTOR_ARGS", ctor_args);
+  replaceAll(body, "LGH_REGISTER", reg);
+  replaceAll(body, "LGH_DISPATCH_ARGS", disp_args);
+  replaceAll(body, "LGH_DISPATCH", h.dispatch + std::string(h.dispatch_is_template ? "<float>" : ""));
+  replaceAll(body, "LGH_FREE", free_code);
+  return head.str() + body;
+}
+
+std::vector<HarnessOutcome> parseHarnessOutput(const std::string& output) {
+  std::vector<HarnessOutcome> out;
+  std::istringstream in(output);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("CELL ", 0) != 0) continue;
+    std::istringstream ls(line.substr(5));
+    HarnessOutcome o;
+    int nv = 0;
+    long long bytes = 0;
+    std::string st;
+    if (!(ls >> o.cell.world_size >> nv >> bytes >> st)) continue;
+    o.cell.full_nvlink = nv != 0;
+    o.cell.bytes = bytes;
+    std::getline(ls, o.detail);
+    o.detail = trim(o.detail);
+    o.status = st == "OK" ? "ok" : st == "NO_KERNEL" ? "no kernel ran" : st == "WRONG" ? "wrong sums"
+             : st == "THROW" ? "throws" : st == "HANG" ? "hang" : "error";
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
+}  // namespace layergate::selftest

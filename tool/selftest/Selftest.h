@@ -1,0 +1,84 @@
+// layergate selftest: on the machine that will run the patch, what the
+// machine is (topology), what the static analysis says for exactly its
+// configuration, whether the reference kernels produce the right sums here
+// (and over a PCIe stand-in), how fast against NCCL, which thresholds to use,
+// and what the user's own dispatch does in every cell of the matrix.
+//
+// Takes: Options and a Plan (the static side, computed by FromAnalysis.h or
+// loaded from a file written by --save-plan). Returns: an exit status, the
+// report on `out` (text or JSON) and a progress line per phase on stderr.
+// All GPU work runs in child processes (Process.h) with deadlines.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "selftest/Harness.h"
+#include "selftest/Static.h"
+#include "selftest/Topology.h"
+
+namespace layergate::selftest {
+
+// Exit statuses (documented in `layergate selftest --help` and the README).
+inline constexpr int kExitPassed = 0;
+inline constexpr int kExitFailed = 1;
+inline constexpr int kExitUsage = 2;
+inline constexpr int kExitNoGpu = 4;  // nothing to test here: no CUDA GPU
+
+struct Options {
+  std::string check_path;  // --check DIR
+  std::string header;      // --header FILE
+  std::string python;      // --python FILE
+  std::vector<std::string> include_dirs;
+  std::string target, rules_dir;
+  bool quick = false;
+  std::string format = "text";
+  std::string kernels_dir;  // where layergate_allreduce_check/_bench are
+  std::string nvcc;
+  std::string work_dir;     // harness build directory (default: a fresh temp dir)
+  std::string thresholds_out = "layergate-thresholds.json";
+  std::string emit_harness;  // write the harness sources here and stop
+  std::string save_plan;     // write the static side here (then go on)
+  std::string plan;          // read the static side from here instead of analysing
+  std::vector<std::string> skip;  // phases: proof, standin, speed, harness
+  double cell_timeout_s = 5;
+  std::string self_exe;      // argv[0]/proc/self/exe, to find the CUDA programs
+};
+
+struct Plan {
+  bool has_static = false;
+  StaticMatrix matrix;
+  std::string header;             // the user's header (for --header)
+  std::string harness_source;     // generated harness .cu
+  std::map<std::string, std::string> harness_shims;
+  std::string harness_calls;      // HarnessSpec::describe()
+  std::vector<std::string> harness_notes;
+  std::string harness_error;      // why no harness could be made
+  std::vector<std::string> notes;
+};
+
+nlohmann::json planJson(const Plan& p);
+Plan planFromJson(const nlohmann::json& j);
+
+// Writes harness.cu and the include stand-ins under dir/include/; returns harness.cu's path.
+std::string writeHarness(const Plan& p, const std::string& dir);
+
+// The cells and sizes the harness runs: world sizes 2..max in the matrix,
+// both NVLink values, one size per dispatch part (one per cell with quick).
+std::vector<HarnessCell> harnessCells(const StaticMatrix& m, bool quick);
+
+// Runs the GPU phases. Exit status as above.
+int runSelftest(const Options& o, const Plan& plan, Topology topo, std::ostream& out);
+
+// Finds a CUDA program of the kernels (layergate_allreduce_check, _bench):
+// --kernels-dir, $LAYERGATE_KERNELS_DIR, beside the layergate binary, the
+// build tree's kernels/ beside tool/; "" if none.
+std::string findKernelProgram(const Options& o, const std::string& name);
+std::string findNvcc(const Options& o);
+
+}  // namespace layergate::selftest

@@ -1,0 +1,195 @@
+#include "selftest/Static.h"
+
+#include <algorithm>
+
+#include <nlohmann/json.hpp>
+
+namespace layergate::selftest {
+
+bool StaticCell::noKernelGap() const {
+  if (!admits()) return false;
+  for (const auto& p : parts)
+    if (p.kind == "none" && !p.precondition) {
+      std::int64_t lo = std::max(p.lo, has_sizes ? gate_lo : p.lo);
+      std::int64_t hi = p.hi;
+      if (has_sizes && gate_hi >= 0) hi = hi < 0 ? gate_hi : std::min(hi, gate_hi);
+      if (hi < 0 || lo <= hi) return true;
+    }
+  return false;
+}
+
+bool StaticCell::throwGap() const {
+  if (!admits()) return false;
+  bool launch = false, thr = false;
+  for (const auto& p : parts) {
+    if (p.precondition) continue;
+    launch = launch || p.kind == "launch";
+    thr = thr || p.kind == "throw";
+  }
+  return thr && !launch;
+}
+
+const StaticCell* findCell(const StaticMatrix& m, int world_size, bool full_nvlink) {
+  for (const auto& c : m.cells)
+    if (c.world_size == world_size && c.full_nvlink == full_nvlink) return &c;
+  return nullptr;
+}
+
+const StaticPart* partFor(const StaticCell& c, std::int64_t bytes) {
+  // Parts may overlap (conditions the analysis leaves free: a forced
+  // algorithm, a table lookup): a launch that can serve the size comes first,
+  // then a path with no kernel, then a throw; precondition parts last.
+  for (int pass = 0; pass < 2; ++pass)
+    for (const char* kind : {"launch", "none", "throw"})
+      for (const auto& p : c.parts)
+        if (p.precondition == (pass == 1) && p.kind == kind && p.covers(bytes)) return &p;
+  return nullptr;
+}
+
+namespace {
+bool covered(const StaticCell& c, std::int64_t bytes, const char* kind) {
+  for (const auto& p : c.parts)
+    if (!p.precondition && p.kind == kind && p.covers(bytes)) return true;
+  return false;
+}
+}  // namespace
+
+std::string sizeText(std::int64_t b) {
+  static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  for (int u = 4; u >= 1; --u) {
+    const std::int64_t unit = std::int64_t(1) << (10 * u);
+    if (b >= unit && b % unit == 0) return std::to_string(b / unit) + " " + units[u];
+    if (b > unit && (b + 16) % unit == 0) return std::to_string((b + 16) / unit) + " " + units[u] + " - 16 B";
+  }
+  return std::to_string(b) + " B";
+}
+
+std::string rangeText(std::int64_t lo, std::int64_t hi) {
+  if (lo <= 1 && hi < 0) return "any size";
+  if (hi < 0) return ">= " + sizeText(lo);
+  // "< 256 KiB" reads better than "<= 262143 B".
+  const std::string upper = (hi + 1) % 1024 == 0 ? "< " + sizeText(hi + 1) : "<= " + sizeText(hi);
+  if (lo <= 1) return upper;
+  return sizeText(lo) + " .. " + ((hi + 1) % 1024 == 0 ? upper : sizeText(hi));
+}
+
+namespace {
+
+std::string cellName(const StaticCell& c) {
+  return "world size " + std::to_string(c.world_size) + ", " + (c.full_nvlink ? "NVLink" : "PCIe");
+}
+
+std::string gateWords(const StaticCell& c) {
+  std::string sizes = c.has_sizes ? " for " + rangeText(c.gate_lo, c.gate_hi) : "";
+  if (c.gate == "admitted") return "your gate admits it" + sizes;
+  if (c.gate == "admitted_when") return "your gate admits it when " + c.condition + sizes;
+  if (c.gate == "undecided") return "the analysis could not decide whether your gate admits it";
+  return "your gate does not admit it (the custom all-reduce stays off; NCCL runs)";
+}
+
+std::string dispatchWords(const StaticCell& c) {
+  std::vector<const StaticPart*> launch, none, thr;
+  std::vector<std::string> seen;
+  for (const auto& p : c.parts) {
+    if (p.precondition) continue;
+    const std::string key = p.kind + "|" + p.kernel + "|" + rangeText(p.lo, p.hi);
+    if (p.kind != "throw" && std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
+    seen.push_back(key);
+    if (p.kind == "launch") launch.push_back(&p);
+    else if (p.kind == "none") none.push_back(&p);
+    else thr.push_back(&p);
+  }
+  if (launch.empty() && !none.empty() && thr.empty()) return "the dispatch launches no kernel";
+  if (launch.empty() && none.empty() && !thr.empty()) return "the dispatch throws (" + thr.front()->kernel + ")";
+  if (launch.empty() && none.empty()) return "the dispatch was not analysed for it";
+  std::string s = "the dispatch launches ";
+  for (size_t i = 0; i < launch.size(); ++i)
+    s += (i ? ", " : "") + launch[i]->kernel + " (" + rangeText(launch[i]->lo, launch[i]->hi) + ")";
+  for (const auto* p : none) s += ", no kernel (" + rangeText(p->lo, p->hi) + ")";
+  if (!thr.empty()) s += "; it may also throw (" + std::to_string(thr.size()) + " checks)";
+  return s;
+}
+
+}  // namespace
+
+std::string describeCell(const StaticCell& c) {
+  std::string s = cellName(c) + ": " + gateWords(c);
+  if (!c.admits()) return s;
+  s += ", and " + dispatchWords(c);
+  if (c.noKernelGap()) s += " [LG001: the output is never written]";
+  else if (c.throwGap()) s += " [LG002]";
+  return s;
+}
+
+std::string expectedOutcome(const StaticCell& c, std::int64_t bytes) {
+  if (covered(c, bytes, "launch")) return "ok";
+  if (covered(c, bytes, "none")) return "no kernel ran";
+  if (covered(c, bytes, "throw")) return "throws";
+  return "?";
+}
+
+std::string expectText(const StaticCell& c, std::int64_t bytes) {
+  const bool launch = covered(c, bytes, "launch"), none = covered(c, bytes, "none"), thr = covered(c, bytes, "throw");
+  std::string kernels;
+  for (const auto& p : c.parts)
+    if (!p.precondition && p.kind == "launch" && p.covers(bytes) && kernels.find(p.kernel) == std::string::npos)
+      kernels += (kernels.empty() ? "" : "|") + p.kernel;
+  const std::string adm = c.gate == "admitted_when" ? "admitted when " + c.condition : std::string("admitted");
+  if (c.admitsSize(bytes) && none && !launch) return "LG001 (" + adm + ", no kernel)";
+  if (c.admitsSize(bytes) && none) return "LG001 on some paths (" + adm + ")";
+  if (c.admitsSize(bytes) && thr && !launch) return "LG002 (" + adm + ", throws)";
+  const std::string d = launch ? "launch " + kernels : none ? "no kernel" : thr ? "throws" : "dispatch not analysed";
+  if (c.admitsSize(bytes)) return adm + "; " + d;
+  return "gate blocks; " + d;
+}
+
+nlohmann::json toJson(const StaticCell& c) {
+  nlohmann::json j{{"world_size", c.world_size}, {"full_nvlink", c.full_nvlink}, {"gate", c.gate}};
+  if (!c.condition.empty()) j["condition"] = c.condition;
+  if (c.has_sizes) j["gate_sizes"] = {{"lo", c.gate_lo}, {"hi", c.gate_hi < 0 ? nlohmann::json(nullptr) : nlohmann::json(c.gate_hi)}};
+  j["dispatch"] = nlohmann::json::array();
+  for (const auto& p : c.parts)
+    j["dispatch"].push_back({{"kind", p.kind}, {"kernel", p.kernel}, {"lo", p.lo},
+                             {"hi", p.hi < 0 ? nlohmann::json(nullptr) : nlohmann::json(p.hi)},
+                             {"precondition", p.precondition}});
+  j["lg001"] = c.noKernelGap();
+  j["words"] = describeCell(c);
+  return j;
+}
+
+nlohmann::json toJson(const StaticMatrix& m) {
+  nlohmann::json j{{"python", m.python}, {"cpp", m.cpp}, {"cells", nlohmann::json::array()}};
+  for (const auto& c : m.cells) j["cells"].push_back(toJson(c));
+  return j;
+}
+
+StaticMatrix matrixFromJson(const nlohmann::json& j) {
+  StaticMatrix m;
+  m.python = j.value("python", "");
+  m.cpp = j.value("cpp", "");
+  for (const auto& jc : j.at("cells")) {
+    StaticCell c;
+    c.world_size = jc.at("world_size").get<int>();
+    c.full_nvlink = jc.at("full_nvlink").get<bool>();
+    c.gate = jc.value("gate", "blocked");
+    c.condition = jc.value("condition", "");
+    if (jc.contains("gate_sizes")) {
+      c.has_sizes = true;
+      c.gate_lo = jc["gate_sizes"].value("lo", std::int64_t(0));
+      c.gate_hi = jc["gate_sizes"]["hi"].is_null() ? -1 : jc["gate_sizes"]["hi"].get<std::int64_t>();
+    }
+    for (const auto& jp : jc.value("dispatch", nlohmann::json::array())) {
+      StaticPart p;
+      p.kind = jp.value("kind", "none");
+      p.kernel = jp.value("kernel", "");
+      p.lo = jp.value("lo", std::int64_t(0));
+      p.hi = jp["hi"].is_null() ? -1 : jp["hi"].get<std::int64_t>();
+      p.precondition = jp.value("precondition", false);
+      c.parts.push_back(p);
+    }
+    m.cells.push_back(std::move(c));
+  }
+  return m;
+}
+
+}  // namespace layergate::selftest
