@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <unistd.h>
@@ -635,6 +636,515 @@ TEST(CppFrontend, ParseTime) {
   std::cout << "[ time ] extractDispatch on a " << lineOf(sglangSource() + "\n<END>", "<END>")
             << "-line SGLang-shaped .cuh: " << ms << " ms per call\n";
   EXPECT_LT(ms, 10000.0);
+}
+
+// --- trace facts (issue 3) -------------------------------------------------------------
+
+const m::OpBinding* findBinding(const m::Dispatch& d, const std::string& op, const std::string& kind) {
+  for (const auto& b : d.bindings)
+    if (b.op == op && b.kind == kind) return &b;
+  return nullptr;
+}
+
+const m::CppEntry* findEntry(const m::Dispatch& d, const std::string& name) {
+  for (const auto& e : d.entries)
+    if (e.name == name) return &e;
+  return nullptr;
+}
+
+const m::MemberInit* findInit(const m::CtorInfo& c, const std::string& member) {
+  for (const auto& i : c.inits)
+    if (i.member == member) return &i;
+  return nullptr;
+}
+
+std::string dumpTrace(const m::Dispatch& d) {
+  std::ostringstream o;
+  for (const auto& b : d.bindings) {
+    o << "binding " << b.kind << " " << b.op << " -> " << b.function << " @" << b.where.file << ":" << b.where.line
+      << " (";
+    for (const auto& p : b.schema_params) o << p.type << " " << p.name << (p.has_default ? "=" + p.default_text : "") << ", ";
+    o << ")\n";
+  }
+  for (const auto& e : d.entries) {
+    o << "entry " << e.name << " @" << e.where.line << " (";
+    for (const auto& p : e.params) o << p.type << " | " << p.name << ", ";
+    o << ")\n";
+    for (const auto& c : e.constructs) {
+      o << "  constructs " << c.class_name << " @" << c.where.line << ":";
+      for (std::size_t i = 0; i < c.arg_texts.size(); ++i) o << " [" << c.arg_texts[i] << " -> " << c.arg_param[i] << "]";
+      o << "\n";
+    }
+  }
+  for (const auto& c : d.ctors) {
+    o << "ctor " << c.class_name << " @" << c.where.line << " params " << c.params.size() << "\n";
+    for (const auto& i : c.inits) o << "  init " << i.member << " <- " << i.param << " [" << i.text << "] @" << i.where.line << "\n";
+  }
+  for (const auto& u : d.member_uses) o << "use " << u.member << " (" << u.config << ") @" << u.where.line << ":" << u.where.col << "\n";
+  for (const auto& n : d.notes) o << "note: " << n << "\n";
+  return o.str();
+}
+
+const char* kSglangEntry = R"lg(// op entry points
+#include <ATen/cuda/Exceptions.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <torch/all.h>
+
+#include "custom_all_reduce.cuh"
+
+using fptr_t = int64_t;
+static_assert(sizeof(void*) == sizeof(fptr_t));
+
+fptr_t
+init_custom_ar(const std::vector<fptr_t>& fake_ipc_ptrs, torch::Tensor& rank_data, int64_t rank, bool full_nvlink) {
+  int world_size = fake_ipc_ptrs.size();
+  if (world_size > 8) throw std::invalid_argument("world size > 8 is not supported");
+  if (rank < 0 || rank >= world_size) throw std::invalid_argument("invalid rank passed in");
+  sglang::Signal* ipc_ptrs[8];
+  for (int i = 0; i < world_size; i++) {
+    ipc_ptrs[i] = reinterpret_cast<sglang::Signal*>(fake_ipc_ptrs[i]);
+  }
+  return (fptr_t) new sglang::CustomAllreduce(
+      ipc_ptrs, rank_data.data_ptr(), rank_data.numel(), rank, world_size, full_nvlink);
+}
+
+void dispose(fptr_t _fa) {
+  delete reinterpret_cast<sglang::CustomAllreduce*>(_fa);
+}
+
+int64_t meta_size() {
+  return sizeof(sglang::Signal);
+}
+)lg";
+
+const char* kSglangBindings = R"lg(// op registrations
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <torch/all.h>
+#include <torch/library.h>
+
+#include "sgl_kernel_ops.h"
+
+TORCH_LIBRARY_FRAGMENT(sgl_kernel, m) {
+  m.def("dispose", &dispose);
+  m.def("meta_size", &meta_size);
+
+  m.def(
+      "init_custom_ar(int[] ipc_tensors, Tensor rank_data, "
+      "int rank, bool full_nvlink) -> int");
+  m.impl("init_custom_ar", torch::kCUDA, &init_custom_ar);
+
+  m.def(
+      "all_reduce(int fa, Tensor inp, Tensor! out, int reg_buffer, "
+      "int reg_buffer_sz_bytes=0) -> ()");
+  m.impl("all_reduce", torch::kCUDA, &all_reduce);
+}
+)lg";
+
+TEST(CppFrontendTrace, SglangThreeFiles) {
+  std::string dir = tempDir();
+  std::string cuhSrc = sglangSource();
+  std::string cuh = writeFile(dir, "custom_all_reduce.cuh", cuhSrc);
+  std::string cu = writeFile(dir, "custom_all_reduce.cu", kSglangEntry);
+  std::string cc = writeFile(dir, "common_extension.cc", kSglangBindings);
+  // Given in an order that puts the bindings first: the dispatch is still found once.
+  m::Dispatch d = lg::cpp::extractDispatch({cc, cu, cuh}, spec());
+  SCOPED_TRACE(dumpTrace(d) + dump(d));
+  EXPECT_EQ(d.class_name, "CustomAllreduce");
+  EXPECT_EQ(d.where.file, cuh);
+  EXPECT_EQ(theLeaf(d, base().ws(4).nvl(false).bytes(1024)).kind, m::LeafKind::None);
+  EXPECT_EQ(theLeaf(d, base().ws(4).nvl(true).bytes(1024)).kernel, "cross_device_reduce_1stage");
+
+  // Bindings.
+  const std::string bsrc = kSglangBindings;
+  const m::OpBinding* schema = findBinding(d, "init_custom_ar", "torch-schema");
+  ASSERT_NE(schema, nullptr);
+  EXPECT_EQ(schema->where.file, cc);
+  EXPECT_EQ(schema->where.line, lineOf(bsrc, "\"init_custom_ar(int[]") - 1);
+  EXPECT_TRUE(schema->function.empty());
+  ASSERT_EQ(schema->schema_params.size(), 4u);
+  const std::vector<std::pair<std::string, std::string>> want = {
+      {"int[]", "ipc_tensors"}, {"Tensor", "rank_data"}, {"int", "rank"}, {"bool", "full_nvlink"}};
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(schema->schema_params[i].type, want[i].first);
+    EXPECT_EQ(schema->schema_params[i].name, want[i].second);
+    EXPECT_FALSE(schema->schema_params[i].has_default);
+  }
+  const m::OpBinding* impl = findBinding(d, "init_custom_ar", "torch-impl");
+  ASSERT_NE(impl, nullptr);
+  EXPECT_EQ(impl->function, "init_custom_ar");
+  EXPECT_EQ(impl->where.line, lineOf(bsrc, "m.impl(\"init_custom_ar\""));
+  const m::OpBinding* ar = findBinding(d, "all_reduce", "torch-schema");
+  ASSERT_NE(ar, nullptr);
+  ASSERT_EQ(ar->schema_params.size(), 5u);
+  EXPECT_EQ(ar->schema_params[2].type, "Tensor!");
+  EXPECT_EQ(ar->schema_params[2].name, "out");
+  EXPECT_TRUE(ar->schema_params[4].has_default);
+  EXPECT_EQ(ar->schema_params[4].default_text, "0");
+  EXPECT_EQ(ar->schema_params[4].name, "reg_buffer_sz_bytes");
+  const m::OpBinding* disp = findBinding(d, "dispose", "pybind11");  // def with a function reference
+  ASSERT_NE(disp, nullptr);
+  EXPECT_EQ(disp->function, "dispose");
+  EXPECT_EQ(d.bindings.size(), 6u);
+
+  // Entries: the .cu's free functions, each once; no kernels, no registration blocks.
+  const std::string esrc = kSglangEntry;
+  const m::CppEntry* e = findEntry(d, "init_custom_ar");
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->where.file, cu);
+  EXPECT_EQ(e->where.line, lineOf(esrc, "init_custom_ar(const"));
+  ASSERT_EQ(e->params.size(), 4u);
+  EXPECT_EQ(e->params[0].type, "const std::vector<fptr_t>&");
+  EXPECT_EQ(e->params[0].name, "fake_ipc_ptrs");
+  EXPECT_EQ(e->params[1].type, "torch::Tensor&");
+  EXPECT_EQ(e->params[2].type, "int64_t");
+  EXPECT_EQ(e->params[2].name, "rank");
+  EXPECT_EQ(e->params[3].type, "bool");
+  EXPECT_EQ(e->params[3].name, "full_nvlink");
+  ASSERT_EQ(e->constructs.size(), 1u);
+  const m::Construction& c = e->constructs[0];
+  EXPECT_EQ(c.class_name, "CustomAllreduce");
+  EXPECT_EQ(c.where.file, cu);
+  EXPECT_EQ(c.where.line, lineOf(esrc, "new sglang::CustomAllreduce("));
+  EXPECT_EQ(c.arg_texts, (std::vector<std::string>{"ipc_ptrs", "rank_data.data_ptr()", "rank_data.numel()", "rank",
+                                                    "world_size", "full_nvlink"}));
+  EXPECT_EQ(c.arg_param, (std::vector<int>{-1, -1, -1, 2, -1, 3}));
+  EXPECT_NE(findEntry(d, "dispose"), nullptr);
+  EXPECT_NE(findEntry(d, "meta_size"), nullptr);
+  EXPECT_EQ(d.entries.size(), 3u);
+
+  // The constructor: member <- parameter index.
+  ASSERT_EQ(d.ctors.size(), 1u);
+  const m::CtorInfo& ctor = d.ctors[0];
+  EXPECT_EQ(ctor.class_name, "CustomAllreduce");
+  EXPECT_EQ(ctor.where.file, cuh);
+  ASSERT_EQ(ctor.params.size(), 6u);
+  EXPECT_EQ(ctor.params[5].name, "full_nvlink");
+  EXPECT_TRUE(ctor.params[5].has_default);
+  EXPECT_EQ(ctor.params[5].default_text, "true");
+  ASSERT_NE(findInit(ctor, "full_nvlink_"), nullptr);
+  EXPECT_EQ(findInit(ctor, "full_nvlink_")->param, 5);
+  EXPECT_EQ(findInit(ctor, "full_nvlink_")->text, "full_nvlink");
+  EXPECT_EQ(findInit(ctor, "full_nvlink_")->where.line, lineOf(cuhSrc, ": rank_(rank), world_size_(world_size)"));
+  EXPECT_EQ(findInit(ctor, "world_size_")->param, 4);
+  EXPECT_EQ(findInit(ctor, "rank_")->param, 3);
+  EXPECT_EQ(findInit(ctor, "self_sg_")->param, -1);
+  EXPECT_EQ(findInit(ctor, "self_sg_")->text, "signals[rank]");
+
+  // Member uses: spelling lines of the conditions (inside the macro definition).
+  std::set<std::pair<std::string, int>> uses;
+  for (const auto& u : d.member_uses) {
+    EXPECT_EQ(u.where.file, cuh);
+    EXPECT_EQ(u.config, u.member == "full_nvlink_" ? "full_nvlink" : "world_size");
+    uses.insert({u.member, u.where.line});
+  }
+  EXPECT_TRUE(uses.count({"full_nvlink_", lineOf(cuhSrc, "} else if (full_nvlink_)")}));
+  EXPECT_TRUE(uses.count({"world_size_", lineOf(cuhSrc, "switch (world_size_)")}));
+  EXPECT_TRUE(uses.count({"world_size_", lineOf(cuhSrc, "if (world_size_ == 2)")}));
+  EXPECT_TRUE(uses.count({"world_size_", lineOf(cuhSrc, "if ((world_size_ <= 4 && bytes")}));
+  EXPECT_EQ(uses.size(), 4u);
+
+  std::string notes;
+  for (const auto& n : d.notes) notes += n + "\n";
+  EXPECT_NE(notes.find("sgl_kernel_ops.h"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("declared in no given file"), std::string::npos) << notes;
+  // The .cu parse repeats neither the .cuh's stubbed include nor its clang errors.
+  EXPECT_EQ(notes.find("utils.h"), notes.rfind("utils.h")) << notes;
+  EXPECT_EQ(notes.find("while parsing " + cu + " "), std::string::npos) << notes;
+
+  // The same facts whatever the order of the files.
+  m::Dispatch d2 = lg::cpp::extractDispatch({cuh, cu, cc}, spec());
+  EXPECT_EQ(dumpTrace(d2), dumpTrace(d));
+}
+
+std::string vllmHeader() {
+  std::string head = classHead("fully_connected_");
+  const std::string ctor =
+      "CustomAllreduce(Signal** signals, void* rank_data, size_t rank_data_sz, int rank, int world_size, bool "
+      "full_nvlink = true)\n      : rank_(rank), world_size_(world_size), fully_connected_(full_nvlink), "
+      "self_sg_(signals[rank]) {\n";
+  const std::string vctor =
+      "CustomAllreduce(Signal** signals, void* rank_data, size_t rank_data_sz, int rank, int world_size, bool "
+      "fully_connected = true)\n      : rank_(rank), world_size_(world_size), self_sg_(signals[rank]) {\n"
+      "    bool fc = fully_connected;\n    this->fully_connected_ = fc;\n";
+  auto at = head.find(ctor);
+  EXPECT_NE(at, std::string::npos);
+  if (at != std::string::npos) head.replace(at, ctor.size(), vctor);
+  return std::string(kPrologue) + "#include \"cuda_utils.h\"\nnamespace vllm {\n" + kKernels + head +
+         macroDispatch("fully_connected_", "") + "}  // namespace vllm\n";
+}
+
+const char* kVllmEntry = R"lg(#include <ATen/cuda/Exceptions.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <torch/all.h>
+
+#include "custom_all_reduce.cuh"
+
+// Fake pointer type, must match fptr_t type in ops.h.
+using fptr_t = int64_t;
+static_assert(sizeof(void*) == sizeof(fptr_t));
+
+fptr_t init_custom_ar(const std::vector<fptr_t>& fake_ipc_ptrs,
+                      torch::Tensor& rank_data, int64_t rank,
+                      bool fully_connected) {
+  int world_size = fake_ipc_ptrs.size();
+  if (world_size > 8)
+    throw std::invalid_argument("world size > 8 is not supported");
+  vllm::Signal* ipc_ptrs[8];
+  for (int i = 0; i < world_size; i++) {
+    ipc_ptrs[i] = reinterpret_cast<vllm::Signal*>(fake_ipc_ptrs[i]);
+  }
+  return (fptr_t) new vllm::CustomAllreduce(ipc_ptrs, rank_data.data_ptr(),
+                                            rank_data.numel(), rank, world_size,
+                                            fully_connected);
+}
+)lg";
+
+const char* kVllmBindings = R"lg(#include "cache.h"
+#include "cuda_utils.h"
+#include "ops.h"
+#include "core/registration.h"
+#include <torch/library.h>
+#include <torch/version.h>
+
+TORCH_LIBRARY_EXPAND(CONCAT(TORCH_EXTENSION_NAME, _custom_ar), custom_ar) {
+  // Custom all-reduce kernels
+  custom_ar.def(
+      "init_custom_ar(int[] ipc_tensors, Tensor rank_data, "
+      "int rank, bool fully_connected) -> int");
+  custom_ar.impl("init_custom_ar", torch::kCUDA, &init_custom_ar);
+  custom_ar.def("dispose", &dispose);
+}
+
+REGISTER_EXTENSION(TORCH_EXTENSION_NAME)
+)lg";
+
+TEST(CppFrontendTrace, VllmFullyConnected) {
+  std::string dir = tempDir();
+  std::string hsrc = vllmHeader();
+  std::string cuh = writeFile(dir, "custom_all_reduce.cuh", hsrc);
+  std::string cu = writeFile(dir, "custom_all_reduce.cu", kVllmEntry);
+  std::string cpp = writeFile(dir, "torch_bindings.cpp", kVllmBindings);
+  m::Dispatch d = lg::cpp::extractDispatch({cuh, cu, cpp}, spec());
+  SCOPED_TRACE(dumpTrace(d) + dump(d));
+  EXPECT_EQ(theLeaf(d, base().ws(6).nvl(false).bytes(1024)).kind, m::LeafKind::None);
+
+  const m::OpBinding* schema = findBinding(d, "init_custom_ar", "torch-schema");
+  ASSERT_NE(schema, nullptr);
+  EXPECT_EQ(schema->where.file, cpp);
+  EXPECT_EQ(schema->where.line, lineOf(kVllmBindings, "\"init_custom_ar(int[]") - 1);
+  ASSERT_EQ(schema->schema_params.size(), 4u);
+  EXPECT_EQ(schema->schema_params[3].name, "fully_connected");
+  EXPECT_EQ(schema->schema_params[3].type, "bool");
+  const m::OpBinding* impl = findBinding(d, "init_custom_ar", "torch-impl");
+  ASSERT_NE(impl, nullptr);
+  EXPECT_EQ(impl->function, "init_custom_ar");
+  EXPECT_EQ(impl->where.line, lineOf(kVllmBindings, "custom_ar.impl(\"init_custom_ar\""));
+
+  const m::CppEntry* e = findEntry(d, "init_custom_ar");
+  ASSERT_NE(e, nullptr);
+  ASSERT_EQ(e->params.size(), 4u);
+  EXPECT_EQ(e->params[3].name, "fully_connected");
+  ASSERT_EQ(e->constructs.size(), 1u);
+  EXPECT_EQ(e->constructs[0].arg_texts.size(), 6u);
+  EXPECT_EQ(e->constructs[0].arg_param, (std::vector<int>{-1, -1, -1, 2, -1, 3}));
+  EXPECT_EQ(e->constructs[0].arg_texts[5], "fully_connected");
+  EXPECT_EQ(e->constructs[0].where.line, lineOf(kVllmEntry, "new vllm::CustomAllreduce("));
+
+  // Stored in the body through a local: fully_connected_ <- parameter 5.
+  ASSERT_EQ(d.ctors.size(), 1u);
+  EXPECT_EQ(d.ctors[0].params[5].name, "fully_connected");
+  const m::MemberInit* fc = findInit(d.ctors[0], "fully_connected_");
+  ASSERT_NE(fc, nullptr);
+  EXPECT_EQ(fc->param, 5);
+  EXPECT_EQ(fc->text, "fc");
+  EXPECT_EQ(fc->where.line, lineOf(hsrc, "this->fully_connected_ = fc;"));
+  bool sawUse = false;
+  for (const auto& u : d.member_uses)
+    if (u.member == "fully_connected_") {
+      sawUse = true;
+      EXPECT_EQ(u.config, "full_nvlink");
+      EXPECT_EQ(u.where.line, lineOf(hsrc, "} else if (fully_connected_)"));
+    }
+  EXPECT_TRUE(sawUse);
+}
+
+const char* kPybindEntry = R"lg(#include <torch/extension.h>
+#include "custom_all_reduce.cuh"
+
+fptr_t init_custom_ar(const std::vector<fptr_t>& fake_ipc_ptrs, torch::Tensor& rank_data, int64_t rank, bool full_nvlink) {
+  int world_size = fake_ipc_ptrs.size();
+  sglang::Signal* ipc_ptrs[8];
+  auto p = std::make_unique<sglang::CustomAllreduce>(ipc_ptrs, rank_data.data_ptr(), rank_data.numel(), rank, world_size, true);
+  return (fptr_t) p.release();
+}
+
+fptr_t init_swapped(const std::vector<fptr_t>& fake_ipc_ptrs, torch::Tensor& rank_data, int64_t rank, bool full_nvlink) {
+  int world_size = fake_ipc_ptrs.size();
+  sglang::Signal* ipc_ptrs[8];
+  bool nvl = full_nvlink;
+  sglang::CustomAllreduce ar(ipc_ptrs, rank_data.data_ptr(), rank_data.numel(), nvl, world_size, rank);
+  auto shared = std::make_shared<sglang::CustomAllreduce>(ipc_ptrs, nullptr, 0, static_cast<int>(rank), world_size);
+  return 0;
+}
+
+namespace py = pybind11;
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.def("init_custom_ar", &init_custom_ar, "create the all-reduce", py::arg("ipc"), py::arg("rank_data"),
+        py::arg("rank"), py::arg("full_nvlink") = true);
+  m.def("init_swapped", &init_swapped);
+}
+)lg";
+
+TEST(CppFrontendTrace, PybindLiteralAndSwapped) {
+  std::string dir = tempDir();
+  std::string cuh = writeFile(dir, "custom_all_reduce.cuh", sglangSource());
+  std::string cu = writeFile(dir, "ops.cu", kPybindEntry);
+  m::Dispatch d = lg::cpp::extractDispatch({cuh, cu}, spec());
+  SCOPED_TRACE(dumpTrace(d) + dump(d));
+  const m::OpBinding* b = findBinding(d, "init_custom_ar", "pybind11");
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->function, "init_custom_ar");
+  EXPECT_EQ(b->where.file, cu);
+  EXPECT_EQ(b->where.line, lineOf(kPybindEntry, "m.def(\"init_custom_ar\""));
+  EXPECT_TRUE(b->schema_params.empty());
+  ASSERT_NE(findBinding(d, "init_swapped", "pybind11"), nullptr);
+  EXPECT_EQ(d.bindings.size(), 2u);
+
+  // A literal true where the flag should go: arg_param -1, text "true".
+  const m::CppEntry* e = findEntry(d, "init_custom_ar");
+  ASSERT_NE(e, nullptr);
+  ASSERT_EQ(e->constructs.size(), 1u);
+  EXPECT_EQ(e->constructs[0].where.line, lineOf(kPybindEntry, "std::make_unique<sglang::CustomAllreduce>"));
+  ASSERT_EQ(e->constructs[0].arg_texts.size(), 6u);
+  EXPECT_EQ(e->constructs[0].arg_texts[5], "true");
+  EXPECT_EQ(e->constructs[0].arg_param, (std::vector<int>{-1, -1, -1, 2, -1, -1}));
+
+  // Swapped: the flag (through a local) goes into the rank, the rank into the flag.
+  const m::CppEntry* s = findEntry(d, "init_swapped");
+  ASSERT_NE(s, nullptr);
+  ASSERT_EQ(s->constructs.size(), 2u);
+  EXPECT_EQ(s->constructs[0].where.line, lineOf(kPybindEntry, "sglang::CustomAllreduce ar("));
+  EXPECT_EQ(s->constructs[0].arg_param, (std::vector<int>{-1, -1, -1, 3, -1, 2}));
+  EXPECT_EQ(s->constructs[0].arg_texts[3], "nvl");
+  // make_shared with five arguments: the flag is not passed (its default applies).
+  EXPECT_EQ(s->constructs[1].arg_texts.size(), 5u);
+  EXPECT_EQ(s->constructs[1].arg_param, (std::vector<int>{-1, -1, -1, 2, -1}));
+  EXPECT_EQ(s->constructs[1].arg_texts[3], "static_cast<int>(rank)");
+}
+
+// Item 6: an env var read before the topology branches that forces the
+// algorithm (throw on bad values), in the static and std::string forms.
+std::string algoDispatch(const std::string& read) {
+  return std::string(kPrologue) + kKernels + R"lg(
+static const char* kForce = std::getenv("CA_FORCE_1STAGE");
+class CustomAllreduce {
+ public:
+  int rank_;
+  int world_size_;
+  bool fully_connected_;
+  RankSignals sg_;
+  Signal* self_sg_;
+  template <typename T>
+  void allreduce(cudaStream_t stream, T* input, T* output, int size) {
+    RankData* ptrs = nullptr;
+    auto bytes = size * sizeof(T);
+)lg" + read + R"lg(
+    if (kForce != nullptr && strcmp(kForce, "1") == 0) {
+      cross_device_reduce_1stage<T, 8><<<36, 512, 0, stream>>>(ptrs, sg_, self_sg_, output, rank_, size);
+      return;
+    }
+    if (force_1stage) {
+      cross_device_reduce_1stage<T, 8><<<36, 512, 0, stream>>>(ptrs, sg_, self_sg_, output, rank_, size);
+      return;
+    }
+    if (force_2stage) {
+      cross_device_reduce_2stage<T, 8><<<36, 512, 0, stream>>>(ptrs, sg_, self_sg_, output, rank_, size);
+      return;
+    }
+    if (world_size_ == 2) {
+      cross_device_reduce_1stage<T, 2><<<36, 512, 0, stream>>>(ptrs, sg_, self_sg_, output, rank_, size);
+    } else if (fully_connected_) {
+      if (bytes < 256 * 1024)
+        cross_device_reduce_1stage<T, 8><<<36, 512, 0, stream>>>(ptrs, sg_, self_sg_, output, rank_, size);
+      else
+        cross_device_reduce_2stage<T, 8><<<36, 512, 0, stream>>>(ptrs, sg_, self_sg_, output, rank_, size);
+    }
+  }
+};
+)lg";
+}
+
+TEST(CppFrontend, EnvForcedAlgorithmForms) {
+  const std::vector<std::pair<std::string, std::string>> forms = {
+      {"static char*", R"lg(
+    static const char* algo = std::getenv("VLLM_CUSTOM_ALLREDUCE_ALGO");
+    bool force_1stage = false, force_2stage = false;
+    if (algo) {
+      if (strcmp(algo, "1stage") == 0) force_1stage = true;
+      else if (strcmp(algo, "2stage") == 0) force_2stage = true;
+      else throw std::runtime_error("bad VLLM_CUSTOM_ALLREDUCE_ALGO");
+    })lg"},
+      {"local std::string", R"lg(
+    const char* env = std::getenv("VLLM_CUSTOM_ALLREDUCE_ALGO");
+    std::string algo = env ? env : "";
+    bool force_1stage = false, force_2stage = false;
+    if (!algo.empty()) {
+      if (algo == "1stage") force_1stage = true;
+      else if (algo == "2stage") force_2stage = true;
+      else throw std::runtime_error("bad VLLM_CUSTOM_ALLREDUCE_ALGO");
+    })lg"},
+      {"static std::string", R"lg(
+    static const std::string algo = std::getenv("VLLM_CUSTOM_ALLREDUCE_ALGO") ? std::getenv("VLLM_CUSTOM_ALLREDUCE_ALGO") : "";
+    const bool force_1stage = algo == "1stage";
+    const bool force_2stage = algo == "2stage";
+    if (!algo.empty() && !force_1stage && !force_2stage) throw std::runtime_error("bad VLLM_CUSTOM_ALLREDUCE_ALGO");)lg"},
+      {"assigned std::string", R"lg(
+    std::string algo;
+    if (const char* e = std::getenv("VLLM_CUSTOM_ALLREDUCE_ALGO")) algo = e;
+    bool force_1stage = false, force_2stage = false;
+    if (algo == "1stage") force_1stage = true;
+    else if (algo == "2stage") force_2stage = true;
+    else if (!algo.empty()) throw std::runtime_error("bad VLLM_CUSTOM_ALLREDUCE_ALGO");)lg"},
+  };
+  for (const auto& [name, read] : forms) {
+    SCOPED_TRACE(name);
+    std::string dir = tempDir();
+    std::string src = algoDispatch(read);
+    std::string path = writeFile(dir, "custom_all_reduce.cuh", src);
+    m::Dispatch d = lg::cpp::extractDispatch({path}, spec());
+    SCOPED_TRACE(dump(d));
+    ASSERT_EQ(d.env_reads.size(), 2u);
+    EXPECT_EQ(d.env_reads[0], "VLLM_CUSTOM_ALLREDUCE_ALGO");
+    EXPECT_EQ(d.env_reads[1], "CA_FORCE_1STAGE");
+    for (const auto& o : d.opaques) {
+      EXPECT_EQ(o.text.find("algo"), std::string::npos) << o.text;
+      EXPECT_EQ(o.text.find("kForce"), std::string::npos) << o.text;
+      EXPECT_EQ(o.text.find("force_"), std::string::npos) << o.text;
+    }
+    Config c = base().ws(4).nvl(false).bytes(1024).env("CA_FORCE_1STAGE", std::nullopt);
+    {
+      Config x = c;
+      x.env("VLLM_CUSTOM_ALLREDUCE_ALGO", std::nullopt);
+      EXPECT_EQ(theLeaf(d, x).kind, m::LeafKind::None);  // the PCIe gap
+      x.env("CA_FORCE_1STAGE", std::string("1"));
+      EXPECT_EQ(theLeaf(d, x).kernel, "cross_device_reduce_1stage");  // a global static read
+    }
+    {
+      Config x = c;
+      x.env("VLLM_CUSTOM_ALLREDUCE_ALGO", std::string("1stage"));
+      EXPECT_EQ(theLeaf(d, x).kernel, "cross_device_reduce_1stage");
+      x.env("VLLM_CUSTOM_ALLREDUCE_ALGO", std::string("2stage"));
+      EXPECT_EQ(theLeaf(d, x).kernel, "cross_device_reduce_2stage");
+      x.env("VLLM_CUSTOM_ALLREDUCE_ALGO", std::string("ring"));
+      EXPECT_EQ(theLeaf(d, x).kind, m::LeafKind::Throw);
+      // Set but empty: a char* test (if (algo)) takes it as a bad value, an
+      // empty() test as unset.
+      x.env("VLLM_CUSTOM_ALLREDUCE_ALGO", std::string(""));
+      EXPECT_EQ(theLeaf(d, x).kind, name == "static char*" ? m::LeafKind::Throw : m::LeafKind::None);
+    }
+  }
 }
 
 }  // namespace

@@ -373,6 +373,21 @@ class Walker {
     return Val::unknown();
   }
 
+  static bool readsEnv(const Stmt* s) {
+    std::vector<const Stmt*> stack{s};
+    while (!stack.empty()) {
+      const Stmt* x = stack.back();
+      stack.pop_back();
+      if (!x) continue;
+      if (auto* c = dyn_cast<CallExpr>(x)) {
+        std::string n = calleeName(c->getCallee());
+        if (n == "getenv" || n == "secure_getenv") return true;
+      }
+      for (auto* k : x->children()) stack.push_back(k);
+    }
+    return false;
+  }
+
   std::optional<std::int64_t> constInt(const Expr* e) {
     if (!e || e->isValueDependent() || e->isTypeDependent() || e->containsErrors()) return std::nullopt;
     QualType t = e->getType();
@@ -541,6 +556,13 @@ class Walker {
         Val o = eval(mc->getImplicitObjectArgument(), st);
         if (o.kind == Val::Ptr || o.kind == Val::Str) return o;
       }
+      // std::string algo = env ? env : ""; if (!algo.empty()) ...
+      if (n == "empty" && na == 0 && mc->getImplicitObjectArgument() &&
+          isStringType(mc->getImplicitObjectArgument()->getType())) {
+        ExprPtr nn, s;
+        Val o = eval(mc->getImplicitObjectArgument(), st);
+        if (strParts(o, nn, s)) return Val::boolean(m::Or(m::Not(nn), m::Cmp(m::Op::Eq, s, m::StrC(""))));
+      }
     }
     if (auto* op = dyn_cast<CXXOperatorCallExpr>(c)) {
       BinaryOperatorKind bk;
@@ -619,6 +641,7 @@ class Walker {
       return convert(v, ce->getType(), ce->getSubExpr());
     }
     if (auto* cc = dyn_cast<CXXConstructExpr>(e)) {
+      if (cc->getNumArgs() == 0 && isStringType(cc->getType())) return Val{Val::Str, m::StrC(""), nullptr};
       if (cc->getNumArgs() >= 1 && (isStringType(cc->getType()) || cc->getNumArgs() == 1)) {
         Val v = eval(cc->getArg(0), st);
         if (v.kind == Val::Ptr || v.kind == Val::Str) return v;
@@ -647,6 +670,14 @@ class Walker {
             if (auto k = constInt(init)) return Val::integer(m::IntC(*k));
             if (auto s = literalString(init)) return Val::ptr(m::True(), m::StrC(*s));
           }
+        // A namespace-scope or class static initialised from the environment
+        // (static const char* kAlgo = std::getenv("X");): its initialiser.
+        if (!var->hasLocalStorage() && var->getInit() && readsEnv(var->getInit()) &&
+            globals_in_eval_.insert(var).second) {
+          Val v = eval(var->getInit(), st);
+          globals_in_eval_.erase(var);
+          if (v.kind != Val::Unknown) return convert(v, var->getType(), var->getInit());
+        }
         return opaqueOfType(d);
       }
       if (auto* ec = dyn_cast<EnumConstantDecl>(vd)) return Val::integer(m::IntC(ec->getInitVal().getExtValue()));
@@ -1375,6 +1406,7 @@ class Walker {
   std::vector<std::string> env_reads_;
   std::vector<std::string> notes_;
   std::vector<RawLeaf> raw_;
+  std::set<const VarDecl*> globals_in_eval_;
   int eval_depth_ = 0;
 };
 

@@ -14,6 +14,7 @@
 namespace c10 {
 enum class ScalarType : int8_t { Byte, Char, Short, Int, Long, Half, Float, Double, Bool = 11, BFloat16 = 15, Float8_e5m2 = 23, Float8_e4m3fn = 24, Undefined };
 enum class DeviceType : int8_t { CPU = 0, CUDA = 1 };
+enum class DispatchKey : int8_t { CPU, CUDA, Meta, CompositeExplicitAutograd, CompositeImplicitAutograd, Autograd };
 using DeviceIndex = int8_t;
 struct Device {
   Device(DeviceType t = DeviceType::CPU, DeviceIndex i = -1) : type_(t), index_(i) {}
@@ -53,6 +54,8 @@ class Tensor {
  public:
   void* data_ptr() const;
   template <typename T> T* data_ptr() const;
+  void* mutable_data_ptr() const;
+  const void* const_data_ptr() const;
   template <typename T> T* mutable_data_ptr() const;
   template <typename T> const T* const_data_ptr() const;
   int64_t numel() const;
@@ -136,13 +139,44 @@ using c10::IntArrayRef;
 using c10::optional;
 using namespace at;
 using fptr_t = int64_t;
+// Op registration: m.def("name(schema) -> ret"), m.def("name", &fn),
+// m.impl("name", torch::kCUDA, &fn), m.impl("name", &fn).
 struct Library {
   enum Kind { DEF, IMPL, FRAGMENT };
   template <typename... A> Library& def(A&&...) { return *this; }
   template <typename... A> Library& impl(A&&...) { return *this; }
 };
-namespace kCUDA_ {}
+struct CppFunction {};
+template <typename F> CppFunction dispatch(c10::DeviceType, F&&) { return {}; }
+template <typename F> CppFunction dispatch(c10::DispatchKey, F&&) { return {}; }
+namespace stable {
+using Tensor = ::c10::Tensor;
+namespace detail { using StableLibrary = ::torch::Library; }
+}  // namespace stable
 }  // namespace torch
+
+// The global fptr_t of the entry files is theirs (int64_t today, uint64_t in
+// early vLLM): not declared here, so that either spelling parses cleanly.
+
+// A small slice of pybind11: PYBIND11_MODULE(name, m) { m.def("op", &fn, "doc"); }
+namespace pybind11 {
+struct handle {};
+struct object : handle {};
+struct arg {
+  explicit arg(const char*) {}
+  template <typename T> arg& operator=(T&&) { return *this; }
+};
+struct module_ : object {
+  template <typename... A> module_& def(A&&...) { return *this; }
+  module_ def_submodule(const char*, const char* = nullptr) { return *this; }
+};
+using module = module_;
+template <typename... A> struct init {};
+template <typename T, typename... O> struct class_ : object {
+  template <typename... A> explicit class_(A&&...) {}
+  template <typename... A> class_& def(A&&...) { return *this; }
+};
+}  // namespace pybind11
 
 #define TORCH_CHECK(cond, ...) \
   do { if (!(cond)) throw ::c10::Error(#cond); } while (0)
@@ -156,12 +190,25 @@ namespace kCUDA_ {}
 #define C10_CUDA_CHECK(expr) do { cudaError_t __err = (expr); (void)__err; } while (0)
 #define AT_CUDA_CHECK(expr) C10_CUDA_CHECK(expr)
 #define C10_CUDA_KERNEL_LAUNCH_CHECK() do { } while (0)
-#define TORCH_LIBRARY(ns, m) static void layergate_torch_library_##ns(::torch::Library& m)
-#define TORCH_LIBRARY_FRAGMENT(ns, m) static void layergate_torch_fragment_##ns(::torch::Library& m)
-#define TORCH_LIBRARY_IMPL(ns, k, m) static void layergate_torch_impl_##ns##_##k(::torch::Library& m)
+// Registration blocks: each becomes a uniquely named static function taking
+// the library object, so that its body (the def/impl calls) is parsed. The
+// library name is never pasted: vLLM passes CONCAT(TORCH_EXTENSION_NAME, _x).
+#define LAYERGATE_CAT2_(a, b) a##b
+#define LAYERGATE_CAT_(a, b) LAYERGATE_CAT2_(a, b)
+#define LAYERGATE_UID_(prefix) LAYERGATE_CAT_(prefix, __COUNTER__)
+#define TORCH_LIBRARY(ns, m) static void LAYERGATE_UID_(layergate_torch_library_)(::torch::Library& m)
+#define TORCH_LIBRARY_FRAGMENT(ns, m) static void LAYERGATE_UID_(layergate_torch_fragment_)(::torch::Library& m)
+#define TORCH_LIBRARY_IMPL(ns, k, m) static void LAYERGATE_UID_(layergate_torch_impl_)(::torch::Library& m)
 #define TORCH_LIBRARY_EXPAND(NAME, MODULE) TORCH_LIBRARY(NAME, MODULE)
 #define TORCH_LIBRARY_IMPL_EXPAND(NAME, DEVICE, MODULE) TORCH_LIBRARY_IMPL(NAME, DEVICE, MODULE)
-#define PYBIND11_MODULE(name, m) static void layergate_pybind_##name(::torch::Library& m)
+#define STABLE_TORCH_LIBRARY(ns, m) static void LAYERGATE_UID_(layergate_stable_library_)(::torch::stable::detail::StableLibrary& m)
+#define STABLE_TORCH_LIBRARY_FRAGMENT(ns, m) static void LAYERGATE_UID_(layergate_stable_fragment_)(::torch::stable::detail::StableLibrary& m)
+#define STABLE_TORCH_LIBRARY_IMPL(ns, k, m) static void LAYERGATE_UID_(layergate_stable_impl_)(::torch::stable::detail::StableLibrary& m)
+#define TORCH_BOX(f) (f)
+#define TORCH_FN(f) (f)
+#define REGISTER_EXTENSION(NAME)
+#define PYBIND11_MODULE(name, m, ...) static void LAYERGATE_UID_(layergate_pybind_)(::pybind11::module_& m)
+#define STD_TORCH_CHECK(cond, ...) TORCH_CHECK(cond)
 #define AT_DISPATCH_FLOATING_TYPES_AND2(a, b, type, name, ...) [&] { using scalar_t = float; return __VA_ARGS__(); }()
 #define AT_DISPATCH_FLOATING_TYPES_AND_HALF(type, name, ...) [&] { using scalar_t = float; return __VA_ARGS__(); }()
 #define AT_DISPATCH_FLOATING_TYPES(type, name, ...) [&] { using scalar_t = float; return __VA_ARGS__(); }()

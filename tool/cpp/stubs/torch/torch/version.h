@@ -1,0 +1,4 @@
+// layergate stub: see torch/layergate_torch.h.
+#pragma once
+#include <cuda_runtime.h>
+#include "layergate_torch.h"
