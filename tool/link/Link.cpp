@@ -98,11 +98,19 @@ FlagLink traceFlag(const model::Gate& gate, const model::Dispatch& d) {
   const model::CppParam& ctor_param = ctor->params.at(static_cast<size_t>(j));
 
   // 3. The entry function that constructs the class, and its parameter.
+  // Several functions may construct the class (tests, helpers): prefer the
+  // one an op registration names.
   const model::CppEntry* entry = nullptr;
   const model::Construction* cons = nullptr;
-  for (const auto& e : d.entries)
-    for (const auto& c : e.constructs)
-      if (!cons) entry = &e, cons = &c;
+  auto boundName = [&](const std::string& fn) {
+    for (const auto& b : d.bindings)
+      if (b.function == fn || (b.function.empty() && b.op == fn)) return true;
+    return false;
+  };
+  for (int pass = 0; pass < 2 && !cons; ++pass)
+    for (const auto& e : d.entries)
+      for (const auto& c : e.constructs)
+        if (!cons && (pass == 1 || boundName(e.name))) entry = &e, cons = &c;
   if (!cons) {
     brk("no C++ function in the given files constructs " + d.class_name +
         " (give the .cu that defines the op entry, e.g. init_custom_ar)");

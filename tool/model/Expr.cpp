@@ -50,6 +50,21 @@ std::int64_t floorDiv(std::int64_t a, std::int64_t b) {
 
 }  // namespace
 
+Expr::~Expr() {
+  std::vector<ExprPtr> stack;
+  auto take = [&stack](std::vector<ExprPtr>& xs) {
+    for (auto& x : xs)
+      if (x.use_count() == 1) stack.push_back(std::move(x));
+    xs.clear();
+  };
+  take(args);
+  while (!stack.empty()) {
+    ExprPtr e = std::move(stack.back());
+    stack.pop_back();
+    take(const_cast<Expr*>(e.get())->args);
+  }  // each e dies here with no children left
+}
+
 ExprPtr True() { static ExprPtr t = [] { auto e = make(Op::BoolConst, Sort::Bool); std::const_pointer_cast<Expr>(e)->b = true; return e; }(); return t; }
 ExprPtr False() { static ExprPtr f = make(Op::BoolConst, Sort::Bool); return f; }
 ExprPtr BoolC(bool v) { return v ? True() : False(); }

@@ -43,6 +43,13 @@ struct Expr {
   VarKind var_kind = VarKind::Config;
   std::vector<ExprPtr> args;
 
+  Expr() = default;
+  Expr(const Expr&) = delete;
+  Expr& operator=(const Expr&) = delete;
+  // Releases a deep tree without recursion: long elif chains and merged
+  // states make trees deep enough to overflow the stack otherwise.
+  ~Expr();
+
   std::string str() const;     // readable form, for reports and tests
 };
 
