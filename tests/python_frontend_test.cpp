@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 #include <functional>
+#include <iostream>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -682,4 +683,495 @@ TEST(PythonFrontend, LongAndChainThrowsCleanlyShortOneWorks) {
   auto g = extract(ok);
   EXPECT_TRUE(holds(g.admit, cfg(3, false, 0)));
   EXPECT_FALSE(holds(g.admit, cfg(0, false, 0)));
+}
+
+// --- several files: imports, monkeypatches, trace facts (issue 3) ----------------------
+
+namespace {
+
+int lineIn(const std::string& src, const std::string& needle) {
+  auto pos = src.find(needle);
+  EXPECT_NE(pos, std::string::npos) << needle;
+  return 1 + static_cast<int>(std::count(src.begin(), src.begin() + static_cast<long>(pos), '\n'));
+}
+
+const model::NativeCall* nativeCall(const model::Gate& g, const std::string& name) {
+  for (const auto& c : g.native_calls)
+    if (c.name == name) return &c;
+  return nullptr;
+}
+
+std::string hopsOf(const std::vector<model::Hop>& hs) {
+  std::string out;
+  for (const auto& h : hs)
+    out += (out.empty() ? "" : ", ") + h.hop + "@" + h.where.file + ":" + std::to_string(h.where.line);
+  return out;
+}
+
+// An SGLang-shaped gate that imports its probe and its ops from other files.
+const char* kSglGate = R"(import os
+import torch
+import torch.distributed as dist
+from sgl_kernel import allreduce as ops
+from sglang.srt.distributed.device_communicators.custom_all_reduce_utils import (
+    is_full_nvlink,
+    is_weak_contiguous,
+)
+
+
+class CustomAllreduce:
+    _SUPPORTED_WORLD_SIZES = [2, 4, 6, 8]
+
+    def __init__(self, group, device, max_size=8192 * 1024):
+        self.disabled = True
+        rank = dist.get_rank(group=group)
+        world_size = dist.get_world_size(group=group)
+        if world_size not in CustomAllreduce._SUPPORTED_WORLD_SIZES:
+            return
+        full_nvlink = is_full_nvlink(None, world_size)
+        if world_size > 2 and not full_nvlink:
+            return
+        self.max_size = max_size
+        self.world_size = world_size
+        self.full_nvlink = full_nvlink
+        self.rank_data = torch.empty(max_size, dtype=torch.uint8, device=device)
+        self._ptr = ops.init_custom_ar(self.meta_ptrs, self.rank_data, rank, self.full_nvlink)
+        ops.register_buffer(self._ptr, buffers=self.buffer_ptrs)
+        self.disabled = False
+
+    def should_custom_ar(self, inp):
+        if self.disabled:
+            return False
+        inp_size = inp.numel() * inp.element_size()
+        if inp_size % 16 != 0:
+            return False
+        if not is_weak_contiguous(inp):
+            return False
+        if self.world_size == 2 or self.full_nvlink:
+            return inp_size < self.max_size
+        return False
+)";
+
+const char* kSglUtils = R"(import os
+
+try:
+    import pynvml
+except ImportError:
+    pynvml = None
+
+_UNRELATED = os.environ.get("SOME_UNRELATED_SETTING", "x")
+
+
+def is_full_nvlink(physical_device_ids, world_size):
+    if os.environ.get("SGLANG_TREAT_PCIE_AS_NVLINK", "0") == "1":
+        return True
+    if pynvml is None:
+        return False
+    pynvml.nvmlInit()
+    try:
+        for i in physical_device_ids:
+            if pynvml.nvmlDeviceGetP2PStatus(i, 0, 0) != 0:
+                return False
+        return True
+    finally:
+        pynvml.nvmlShutdown()
+
+
+def is_weak_contiguous(inp):
+    return inp.is_contiguous()
+)";
+
+const char* kSglKernelWrapper = R"(from typing import List
+
+import torch
+
+
+def init_custom_ar(ipc_tensors: List[int], rank_data: torch.Tensor, rank: int, full_nvlink: bool) -> int:
+    return torch.ops.sgl_kernel.init_custom_ar.default(ipc_tensors, rank_data, rank, full_nvlink)
+
+
+def register_buffer(fa: int, buffers: List[int]) -> None:
+    torch.ops.sgl_kernel.register_buffer.default(fa, buffers)
+
+
+def meta_size() -> int:
+    return torch.ops.sgl_kernel.meta_size.default()
+
+
+def passthrough(*args):
+    return torch.ops.sgl_kernel.passthrough(*args)
+)";
+
+const std::string kGatePath = "python/sglang/srt/distributed/device_communicators/custom_all_reduce.py";
+const std::string kUtilsPath = "python/sglang/srt/distributed/device_communicators/custom_all_reduce_utils.py";
+const std::string kWrapperPath = "sgl-kernel/python/sgl_kernel/allreduce.py";
+
+model::Gate extractFiles(const std::vector<python::SourceFile>& files) { return python::extractGate(files, spec()); }
+
+}  // namespace
+
+TEST(PythonFrontendFiles, ImportedHelperWithEnvSpoofIsInlined) {
+  auto g = extractFiles({{kWrapperPath, kSglKernelWrapper}, {kGatePath, kSglGate}, {kUtilsPath, kSglUtils}});
+  EXPECT_EQ(g.class_loc.file, kGatePath);
+  ASSERT_EQ(g.files.size(), 3u);
+  EXPECT_EQ(g.files[1], kGatePath);
+  // the spoof opens PCIe groups; without it the probe is the NVLink variable
+  expectUpstreamTable(g);
+  Cfg c = cfg(4, false, 4096);
+  EXPECT_FALSE(admits(g, c));
+  c.env["SGLANG_TREAT_PCIE_AS_NVLINK"] = "1";
+  EXPECT_TRUE(admits(g, c));
+  // the NVML code behind the spoof stands for the probe: no opaque from it,
+  // and the helper's unrelated env read does not join the gate
+  for (const auto& o : g.opaques) EXPECT_EQ(o.text.find("pynvml"), std::string::npos) << o.text;
+  EXPECT_EQ(std::count(g.env_reads.begin(), g.env_reads.end(), "SOME_UNRELATED_SETTING"), 0);
+  EXPECT_EQ(std::count(g.env_reads.begin(), g.env_reads.end(), "SGLANG_TREAT_PCIE_AS_NVLINK"), 1);
+
+  // the flag's value at the op call, and where it came from
+  const model::NativeCall* init = nativeCall(g, "init_custom_ar");
+  ASSERT_NE(init, nullptr);
+  EXPECT_EQ(init->callee, "ops.init_custom_ar");
+  EXPECT_EQ(init->where.file, kGatePath);
+  EXPECT_EQ(init->where.line, lineIn(kSglGate, "self._ptr = ops.init_custom_ar"));
+  ASSERT_EQ(init->args.size(), 4u);
+  const auto& flag = init->args[3];
+  EXPECT_EQ(flag.position, 3);
+  EXPECT_EQ(flag.text, "self.full_nvlink");
+  ASSERT_TRUE(flag.value);
+  Cfg pcie = cfg(4, false, 0);
+  EXPECT_FALSE(holds(flag.value, pcie));
+  pcie.env["SGLANG_TREAT_PCIE_AS_NVLINK"] = "1";
+  EXPECT_TRUE(holds(flag.value, pcie));
+  EXPECT_TRUE(holds(flag.value, cfg(4, true, 0)));
+  ASSERT_EQ(flag.origin.size(), 4u) << hopsOf(flag.origin);
+  EXPECT_EQ(flag.origin[0].hop, "probe");
+  EXPECT_EQ(flag.origin[0].where.file, kGatePath);
+  EXPECT_EQ(flag.origin[0].where.line, lineIn(kSglGate, "full_nvlink = is_full_nvlink("));
+  EXPECT_EQ(flag.origin[1].hop, "env override");
+  EXPECT_EQ(flag.origin[1].where.file, kUtilsPath);
+  EXPECT_EQ(flag.origin[1].where.line, lineIn(kSglUtils, "if os.environ.get(\"SGLANG_TREAT_PCIE_AS_NVLINK\""));
+  EXPECT_EQ(flag.origin[1].where.note, "if os.environ.get(\"SGLANG_TREAT_PCIE_AS_NVLINK\", \"0\") == \"1\"");
+  EXPECT_EQ(flag.origin[2].hop, "local");
+  EXPECT_EQ(flag.origin[2].where.line, lineIn(kSglGate, "full_nvlink = is_full_nvlink("));
+  EXPECT_EQ(flag.origin[3].hop, "attribute");
+  EXPECT_EQ(flag.origin[3].where.line, lineIn(kSglGate, "self.full_nvlink = full_nvlink"));
+  // reached only past the constructor's checks
+  EXPECT_TRUE(holds(init->reached, cfg(2, false, 0)));
+  EXPECT_FALSE(holds(init->reached, cfg(3, true, 0)));
+  EXPECT_FALSE(holds(init->reached, cfg(4, false, 0)));
+}
+
+TEST(PythonFrontendFiles, NativeCallArgumentsPositionsKeywordsAndOrigins) {
+  // the same gate with the ops given as external (no wrapper file)
+  auto g = extractFiles({{kGatePath, kSglGate}, {kUtilsPath, kSglUtils}});
+  const model::NativeCall* init = nativeCall(g, "init_custom_ar");
+  ASSERT_NE(init, nullptr);
+  ASSERT_EQ(init->args.size(), 4u);
+  const char* texts[] = {"self.meta_ptrs", "self.rank_data", "rank", "self.full_nvlink"};
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(init->args[i].position, i);
+    EXPECT_EQ(init->args[i].text, texts[i]);
+    EXPECT_TRUE(init->args[i].keyword.empty());
+    EXPECT_EQ(init->args[i].where.line, lineIn(kSglGate, "self._ptr = ops.init_custom_ar"));
+  }
+  EXPECT_EQ(init->args[3].where.col, 1 + static_cast<int>(std::string("        self._ptr = ops.init_custom_ar(self.meta_ptrs, self.rank_data, rank, ").size()));
+  EXPECT_FALSE(init->args[0].value);  // a list of pointers: not a flag
+  ASSERT_TRUE(init->args[2].value);   // the rank probe
+  EXPECT_EQ(init->args[2].value->str(), "rank");
+  ASSERT_FALSE(init->args[2].origin.empty());
+  EXPECT_EQ(init->args[2].origin[0].hop, "probe");
+  // keyword argument
+  const model::NativeCall* reg = nativeCall(g, "register_buffer");
+  ASSERT_NE(reg, nullptr);
+  ASSERT_EQ(reg->args.size(), 2u);
+  EXPECT_EQ(reg->args[0].position, 0);
+  EXPECT_EQ(reg->args[1].position, -1);
+  EXPECT_EQ(reg->args[1].keyword, "buffers");
+  EXPECT_EQ(reg->args[1].text, "self.buffer_ptrs");
+  // calls of the per-call predicate are not native calls; torch.empty is one
+  EXPECT_EQ(nativeCall(g, "is_contiguous"), nullptr);
+  EXPECT_NE(nativeCall(g, "empty"), nullptr);
+  EXPECT_EQ(nativeCall(g, "get_rank"), nullptr);  // a probe
+}
+
+TEST(PythonFrontendFiles, LiteralTrueAndEnvOverrideAtTheCallSite) {
+  std::string gate = kSglGate;
+  auto put = [&](const std::string& from, const std::string& to) { gate.replace(gate.find(from), from.size(), to); };
+  put("        self.full_nvlink = full_nvlink\n",
+      "        if os.environ.get(\"FORCE_NVLINK\") == \"1\":\n            full_nvlink = True\n"
+      "        self.full_nvlink = full_nvlink\n");
+  put("ops.init_custom_ar(self.meta_ptrs, self.rank_data, rank, self.full_nvlink)",
+      "ops.init_custom_ar(self.meta_ptrs, self.rank_data, rank, True)\n"
+      "        ops.other_op(self.full_nvlink)");
+  auto g = extractFiles({{kGatePath, gate}, {kUtilsPath, kSglUtils}});
+  const model::NativeCall* init = nativeCall(g, "init_custom_ar");
+  ASSERT_NE(init, nullptr);
+  ASSERT_TRUE(init->args[3].value);
+  EXPECT_TRUE(model::isTrue(init->args[3].value));
+  EXPECT_EQ(init->args[3].text, "True");
+  const model::NativeCall* other = nativeCall(g, "other_op");
+  ASSERT_NE(other, nullptr);
+  ASSERT_TRUE(other->args[0].value);
+  Cfg c = cfg(2, false, 0);
+  EXPECT_FALSE(holds(other->args[0].value, c));
+  c.env["FORCE_NVLINK"] = "1";
+  EXPECT_TRUE(holds(other->args[0].value, c));
+  std::string hs = hopsOf(other->args[0].origin);
+  // probe, env override (the helper's spoof), local, env override (the `if`
+  // that reads the env; the literal's own assignment is folded in), attribute
+  int probe_line = lineIn(gate, "full_nvlink = is_full_nvlink(");
+  EXPECT_EQ(hs, "probe@" + kGatePath + ":" + std::to_string(probe_line) + ", env override@" + kUtilsPath + ":" +
+                    std::to_string(lineIn(kSglUtils, "if os.environ.get(")) + ", local@" + kGatePath + ":" +
+                    std::to_string(probe_line) + ", env override@" + kGatePath + ":" +
+                    std::to_string(lineIn(gate, "if os.environ.get(\"FORCE_NVLINK\")")) + ", attribute@" + kGatePath +
+                    ":" + std::to_string(lineIn(gate, "self.full_nvlink = full_nvlink")));
+}
+
+TEST(PythonFrontendFiles, OpWrappersAreForwarders) {
+  auto g = extractFiles({{kGatePath, kSglGate}, {kWrapperPath, kSglKernelWrapper}, {kUtilsPath, kSglUtils}});
+  const model::Forwarder* fw = nullptr;
+  for (const auto& f : g.forwarders)
+    if (f.name == "init_custom_ar") fw = &f;
+  ASSERT_NE(fw, nullptr);
+  EXPECT_EQ(fw->params, (std::vector<std::string>{"ipc_tensors", "rank_data", "rank", "full_nvlink"}));
+  EXPECT_EQ(fw->call.callee, "torch.ops.sgl_kernel.init_custom_ar.default");
+  EXPECT_EQ(fw->call.name, "init_custom_ar");
+  EXPECT_EQ(fw->arg_param, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(fw->where.file, kWrapperPath);
+  EXPECT_EQ(fw->where.line, lineIn(kSglKernelWrapper, "def init_custom_ar"));
+  EXPECT_EQ(fw->call.where.line, lineIn(kSglKernelWrapper, "return torch.ops.sgl_kernel.init_custom_ar"));
+  ASSERT_EQ(fw->call.args.size(), 4u);
+  EXPECT_EQ(fw->call.args[3].text, "full_nvlink");
+  // meta_size passes nothing through: not a forwarder; *args: a forwarder with -1
+  bool meta = false;
+  for (const auto& f : g.forwarders) {
+    meta = meta || f.name == "meta_size";
+    if (f.name == "passthrough") EXPECT_EQ(f.arg_param, std::vector<int>{-1});
+  }
+  EXPECT_FALSE(meta);
+  EXPECT_TRUE(hasNote(g, "passthrough"));
+  // the gate's call of the wrapper is a native call named after the wrapper,
+  // and the wrapper's inner call is not recorded as a call of the gate
+  const model::NativeCall* init = nativeCall(g, "init_custom_ar");
+  ASSERT_NE(init, nullptr);
+  EXPECT_EQ(init->callee, "ops.init_custom_ar");
+  EXPECT_EQ(init->where.file, kGatePath);
+  for (const auto& c : g.native_calls) EXPECT_EQ(c.where.file, kGatePath) << c.callee;
+  // the keyword argument of register_buffer reaches the wrapper's parameter
+  const model::NativeCall* reg = nativeCall(g, "register_buffer");
+  ASSERT_NE(reg, nullptr);
+  EXPECT_EQ(reg->args[1].keyword, "buffers");
+}
+
+TEST(PythonFrontendFiles, VllmCustomOpsWrapperAndDeferredInit) {
+  const std::string ops_src = R"(import torch
+
+
+def init_custom_ar(ipc_tensors, rank_data, rank, fully_connected):
+    return torch.ops._C_custom_ar.init_custom_ar(ipc_tensors, rank_data, rank, fully_connected)
+)";
+  const std::string gate = R"(import torch.distributed as dist
+from vllm import _custom_ops as ops
+from vllm.platforms import current_platform
+
+
+class CustomAllreduce:
+    def __init__(self, group, device, max_size=8192 * 1024):
+        self.disabled = True
+        world_size = dist.get_world_size(group=group)
+        if world_size not in [2, 4, 6, 8]:
+            return
+        fully_connected = current_platform.is_fully_connected([])
+        if world_size > 2 and not fully_connected:
+            return
+        self.world_size = world_size
+        self.fully_connected = fully_connected
+        self.max_size = max_size
+        self.meta_ptrs = []
+        self.rank_data = None
+        self.rank = 0
+
+    def _complete_init(self):
+        self._ptr = ops.init_custom_ar(self.meta_ptrs, self.rank_data, self.rank, self.fully_connected)
+        self.disabled = False
+
+    def finalize(self):
+        self._complete_init()
+
+    def should_custom_ar(self, inp):
+        if self.disabled:
+            return False
+        if self.world_size == 2 or self.fully_connected:
+            return inp.nbytes < self.max_size
+        return False
+)";
+  auto g = extractFiles({{"vllm/distributed/device_communicators/custom_all_reduce.py", gate},
+                         {"vllm/_custom_ops.py", ops_src}});
+  ASSERT_EQ(g.forwarders.size(), 1u);
+  EXPECT_EQ(g.forwarders[0].call.callee, "torch.ops._C_custom_ar.init_custom_ar");
+  EXPECT_EQ(g.forwarders[0].arg_param, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(g.forwarders[0].params.back(), "fully_connected");
+  const model::NativeCall* init = nativeCall(g, "init_custom_ar");
+  ASSERT_NE(init, nullptr);  // reached through the deferred method
+  EXPECT_EQ(init->where.line, lineIn(gate, "self._ptr = ops.init_custom_ar"));
+  ASSERT_TRUE(init->args[3].value);
+  EXPECT_EQ(init->args[3].value->str(), "full_nvlink");
+  ASSERT_GE(init->args[3].origin.size(), 2u);
+  EXPECT_EQ(init->args[3].origin.front().hop, "probe");
+  EXPECT_EQ(init->args[3].origin.back().hop, "attribute");
+  EXPECT_TRUE(admits(g, cfg(2, false, 4096)));
+  EXPECT_FALSE(admits(g, cfg(4, false, 4096)));
+  EXPECT_TRUE(admits(g, cfg(4, true, 4096)));
+}
+
+namespace {
+const char* kVllmGate = R"(import torch.distributed as dist
+from vllm.platforms import current_platform
+from vllm import _custom_ops as ops
+
+
+class CustomAllreduce:
+    def __init__(self, group, device, max_size=8192 * 1024):
+        self.disabled = True
+        world_size = dist.get_world_size(group=group)
+        if world_size not in [2, 4, 6, 8]:
+            return
+        fully_connected = current_platform.is_fully_connected([])
+        if world_size > 2 and not fully_connected:
+            return
+        self.world_size = world_size
+        self.fully_connected = fully_connected
+        self.max_size = max_size
+        self._ptr = ops.init_custom_ar(self.meta_ptrs, self.rank_data, 0, self.fully_connected)
+        self.disabled = False
+
+    def should_custom_ar(self, inp):
+        if self.disabled:
+            return False
+        if self.world_size == 2 or self.fully_connected:
+            return inp.nbytes < self.max_size
+        return False
+)";
+}  // namespace
+
+TEST(PythonFrontendFiles, MonkeypatchedProbeInAPlugin) {
+  const std::string plugin = R"(import logging
+
+from vllm.platforms import current_platform
+
+logger = logging.getLogger(__name__)
+
+
+def register() -> None:
+    current_platform.is_fully_connected = lambda *args, **kwargs: True
+    logger.info("patched")
+)";
+  auto g = extractFiles({{"vllm/distributed/custom_all_reduce.py", kVllmGate}, {"vllm_pcie_fork/platform_patch.py", plugin}});
+  for (std::int64_t ws : {2, 4, 6, 8}) EXPECT_TRUE(admits(g, cfg(ws, false, 4096))) << ws;
+  const model::NativeCall* init = nativeCall(g, "init_custom_ar");
+  ASSERT_NE(init, nullptr);
+  ASSERT_TRUE(init->args[3].value);
+  EXPECT_TRUE(model::isTrue(init->args[3].value));
+  std::string hs = hopsOf(init->args[3].origin);
+  EXPECT_EQ(hs, "probe@vllm/distributed/custom_all_reduce.py:" + std::to_string(lineIn(kVllmGate, "fully_connected = current_platform")) +
+                    ", monkeypatch@vllm_pcie_fork/platform_patch.py:" + std::to_string(lineIn(plugin, "current_platform.is_fully_connected =")) +
+                    ", local@vllm/distributed/custom_all_reduce.py:" + std::to_string(lineIn(kVllmGate, "fully_connected = current_platform")) +
+                    ", attribute@vllm/distributed/custom_all_reduce.py:" + std::to_string(lineIn(kVllmGate, "self.fully_connected = fully_connected")));
+  // without the plugin: PCIe groups of more than two stay out
+  auto up = extractFiles({{"vllm/distributed/custom_all_reduce.py", kVllmGate}});
+  EXPECT_FALSE(admits(up, cfg(4, false, 4096)));
+  EXPECT_TRUE(admits(up, cfg(4, true, 4096)));
+}
+
+TEST(PythonFrontendFiles, ConditionalMonkeypatchUnderEnvAndWorldSize) {
+  const std::string plugin = R"(import os
+
+import torch.distributed as dist
+from vllm.platforms import current_platform
+
+
+def _small_groups_are_linked(self, physical_device_ids):
+    return dist.get_world_size() <= 4
+
+
+def register():
+    if os.environ.get("FORK_PCIE_AS_NVLINK") == "1":
+        setattr(type(current_platform), "is_fully_connected", _small_groups_are_linked)
+)";
+  auto g = extractFiles({{"gate.py", kVllmGate}, {"fork/plugin.py", plugin}});
+  Cfg c = cfg(4, false, 4096);
+  EXPECT_FALSE(admits(g, c));
+  c.env["FORK_PCIE_AS_NVLINK"] = "1";
+  EXPECT_TRUE(admits(g, c));
+  c.ws = 8;
+  EXPECT_FALSE(admits(g, c));
+  c.nvl = true;  // the patched probe answers for the hardware: no for 8
+  EXPECT_FALSE(admits(g, c));
+  c.env.clear();
+  EXPECT_TRUE(admits(g, c));
+  const model::NativeCall* init = nativeCall(g, "init_custom_ar");
+  ASSERT_NE(init, nullptr);
+  std::string hs = hopsOf(init->args[3].origin);
+  EXPECT_NE(hs.find("monkeypatch@fork/plugin.py:" + std::to_string(lineIn(plugin, "setattr("))), std::string::npos) << hs;
+  EXPECT_EQ(hs.rfind("probe@gate.py:", 0), 0u) << hs;
+}
+
+TEST(PythonFrontendFiles, ModuleBodyPatchOfAHelperModuleFunction) {
+  // `module.is_full_nvlink = _always_true` in the body of a fork's module
+  const std::string patch = R"(from sglang.srt.distributed.device_communicators import custom_all_reduce_utils
+
+
+def _always_true(*args, **kwargs):
+    return True
+
+
+custom_all_reduce_utils.is_full_nvlink = _always_true
+)";
+  auto g = extractFiles({{kGatePath, kSglGate}, {kUtilsPath, kSglUtils}, {"fork/patch.py", patch}});
+  EXPECT_TRUE(admits(g, cfg(8, false, 4096)));
+}
+
+TEST(PythonFrontendFiles, RelativeImportsAndReexports) {
+  const std::string init = "from .helpers import is_full_nvlink\n";
+  const std::string helpers = R"(import os
+
+
+def is_full_nvlink(ids, world_size):
+    if os.getenv("SPOOF") == "1" and world_size <= 4:
+        return True
+    return False
+)";
+  std::string gate = gateSrc();
+  gate.replace(gate.find("from sglang.srt.distributed.device_communicators.custom_all_reduce_utils import ("),
+               std::string("from sglang.srt.distributed.device_communicators.custom_all_reduce_utils import (").size(),
+               "from . import utils as _u\nfrom .utils import (");
+  auto g = extractFiles({{"pkg/comm/custom_all_reduce.py", gate}, {"pkg/comm/utils/__init__.py", init},
+                         {"pkg/comm/utils/helpers.py", helpers}});
+  Cfg c = cfg(4, false, 4096);
+  EXPECT_FALSE(admits(g, c));
+  c.env["SPOOF"] = "1";
+  EXPECT_TRUE(admits(g, c));
+}
+
+TEST(PythonFrontendFiles, GateFileIsTheOneWithTheClassAndErrorsNameAllFiles) {
+  auto g = extractFiles({{"helper.py", "def f():\n    return 1\n"}, {"gate.py", gateSrc()}});
+  EXPECT_EQ(g.class_loc.file, "gate.py");
+  expectUpstreamTable(g);
+  std::string err;
+  try {
+    extractFiles({{"a.py", "x = 1\n"}, {"b.py", "y = 2\n"}});
+  } catch (const InputError& e) {
+    err = e.what();
+  }
+  EXPECT_EQ(err, "a.py, b.py: no class CustomAllreduce (looked for: CustomAllreduce, CustomAllReduce)");
+  // a helper that is not valid Python is noted, not fatal; binary input is
+  auto h = extractFiles({{"gate.py", gateSrc()}, {"broken.py", "def f(:\n"}});
+  EXPECT_TRUE(hasNote(h, "broken.py: not valid Python 3"));
+  err.clear();
+  try {
+    extractFiles({{"gate.py", gateSrc()}, {"blob.py", std::string("a\0b", 3)}});
+  } catch (const InputError& e) {
+    err = e.what();
+  }
+  EXPECT_EQ(err, "blob.py: binary file, not Python source");
 }

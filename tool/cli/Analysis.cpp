@@ -52,22 +52,13 @@ report::Result analyse(const Request& req) {
   r.python_files = req.python_files;
   r.cpp_files = req.cpp_files;
 
-  // The gate lives in one of the Python files; the first that holds the class wins.
+  // The gate lives in one of the Python files (the first that holds the
+  // class); the others are its helper modules, op wrappers and plugins.
   python::Limits limits;
   limits.max_bytes = req.max_file_bytes;
-  std::string first_error;
-  bool found = false;
-  for (const auto& path : req.python_files) {
-    python::SourceFile src{path, readSource(path, req.max_file_bytes)};
-    try {
-      r.gate = python::extractGate(src, tgt.python, limits);
-      found = true;
-      break;
-    } catch (const InputError& e) {
-      if (first_error.empty()) first_error = e.what();
-    }
-  }
-  if (!found) throw InputError(first_error);
+  std::vector<python::SourceFile> sources;
+  for (const auto& path : req.python_files) sources.push_back({path, readSource(path, req.max_file_bytes)});
+  r.gate = python::extractGate(sources, tgt.python, limits);
 
   for (const auto& path : req.cpp_files) readSource(path, req.max_file_bytes);  // existence, size
   r.dispatch = cpp::extractDispatch(req.cpp_files, tgt.cpp, req.cpp);

@@ -13,6 +13,8 @@
 #include <tree_sitter/api.h>
 
 #include <algorithm>
+#include <cctype>
+#include <filesystem>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -93,6 +95,7 @@ std::string lastComponent(const std::string& dotted) {
 
 struct Value;
 using ValueP = std::shared_ptr<const Value>;
+struct Module;
 
 struct Value {
   enum class K { Undef, None, Bool, Int, Str, List, Object, Unknown, Merge };
@@ -108,6 +111,11 @@ struct Value {
   ExprPtr cond;              // Merge: cond ? *a : *b
   ValueP a, b;
   int depth = 0;
+  // Trace: the hops this value went through (probe call, monkeypatch, local,
+  // attribute, env override), oldest first; env vars already accounted for by
+  // an "env override" hop.
+  std::vector<model::Hop> origin;
+  std::vector<std::string> env_seen;
 };
 
 Value vNone() { Value v; v.k = Value::K::None; return v; }
@@ -155,6 +163,8 @@ struct Exit {
   Value value;
   std::map<std::string, Value> attrs;
   TSNode node{};  // the return statement (null: fell off the end)
+  bool env_guarded = false;  // inside an if (of this frame) whose condition reads the environment
+  TSNode env_if{};           // the innermost such if/elif
 };
 
 struct Frame {
@@ -166,6 +176,8 @@ struct Frame {
   std::vector<ExprPtr> deaths;  // relative conditions of raising paths
   struct If { TSNode cond; bool negated; };
   std::vector<If> ifs;
+  struct Guard { ExprPtr cond; TSNode stmt; };
+  std::vector<Guard> guards;  // conditions of the enclosing branches of this frame, and their if/elif
 };
 
 struct Ctx {
@@ -184,27 +196,68 @@ struct FuncInfo {
   TSNode node{};
   bool is_static = false, is_classmethod = false;
   bool is_method = false;
+  Module* mod = nullptr;  // the file that defines it
+};
+
+// One given Python file.
+struct Module {
+  const SourceFile* file = nullptr;
+  TSTree* tree = nullptr;
+  TSNode root{};
+  std::vector<std::string> comps;  // module path components (".py" and __init__ dropped)
+  std::vector<std::string> pkg;    // the package it is in (for relative imports)
+  std::map<std::string, std::string> aliases;  // local name -> dotted origin
+  std::map<std::string, FuncInfo> funcs;       // module-level functions
+  std::map<std::string, TSNode> classes;       // module-level classes
+  std::map<std::string, Value> globals;
+  int walked = 0;  // 0 not yet, 1 walking, 2 done
+  bool syntax_ok = true;
+};
+
+// A probe replaced by an assignment in a given file (a monkeypatch).
+struct Patch {
+  std::string probe;  // the attribute name that was assigned
+  TSNode value{};     // the right-hand side (lambda, function, staticmethod(f))
+  bool bind_self = false;  // assigned on a class without staticmethod: called as a method
+  ExprPtr cond;       // under which the assignment runs
+  Module* mod = nullptr;
+  Location where;
+  const void* id = nullptr;
 };
 
 // ---------------------------------------------------------------------------
 
 class Walker {
  public:
-  Walker(const SourceFile& f, const target::PythonGateSpec& s, const Limits& l)
-      : file_(f), spec_(s), limits_(l), src_(f.text) {}
+  Walker(const std::vector<SourceFile>& f, const target::PythonGateSpec& s, const Limits& l)
+      : files_(f), spec_(s), limits_(l) {}
+  ~Walker() {
+    for (auto& m : mods_)
+      if (m->tree) ts_tree_delete(m->tree);
+  }
 
   model::Gate run();
 
  private:
-  const SourceFile& file_;
+  const std::vector<SourceFile>& files_;
   const target::PythonGateSpec& spec_;
   Limits limits_;
-  const std::string& src_;
   model::Gate gate_;
 
-  std::map<std::string, std::string> aliases_;  // local name -> dotted origin
-  std::map<std::string, FuncInfo> module_funcs_;
-  std::map<std::string, Value> globals_;
+  std::vector<std::unique_ptr<Module>> mods_;
+  Module* gate_mod_ = nullptr;
+  Module* cur_ = nullptr;  // the module whose names are in scope
+  mutable const Module* last_mod_ = nullptr;
+  std::vector<Patch> patches_;
+  bool collecting_patches_ = false;
+  std::set<const void*> forwarder_defs_;  // def nodes that are op wrappers
+  int forwarder_depth_ = 0;               // inside an inlined op wrapper
+  int aux_depth_ = 0;                     // walking another module's body or a patch scan
+  int aux_statements_ = 0;
+  int tentative_ = 0;
+  int env_read_calls_ = 0;  // what is recorded now is kept only if the gate's formulas use it
+  std::set<std::string> tentative_env_, tentative_opaques_;
+  std::map<std::pair<const void*, uint32_t>, std::size_t> native_index_;
   std::map<std::string, Value> class_consts_;
   std::map<std::string, FuncInfo> methods_;
   std::string class_name_;
@@ -217,10 +270,16 @@ class Walker {
   bool strict_attrs_ = false;  // reading an unset self attribute raises
 
   // --- text and locations ---------------------------------------------------
+  const Module& modOf(TSNode n) const {
+    if (last_mod_ && last_mod_->tree == n.tree) return *last_mod_;
+    for (const auto& m : mods_)
+      if (m->tree == n.tree) return *(last_mod_ = m.get());
+    return gate_mod_ ? *gate_mod_ : *mods_.front();
+  }
   std::string text(TSNode n) const {
     if (ts_node_is_null(n)) return "";
     uint32_t a = ts_node_start_byte(n), b = ts_node_end_byte(n);
-    return src_.substr(a, b - a);
+    return modOf(n).file->text.substr(a, b - a);
   }
   std::string shortText(TSNode n) const {
     std::string t = text(n), out;
@@ -239,7 +298,7 @@ class Walker {
   }
   Location loc(TSNode n, const std::string& role = "") const {
     Location l;
-    l.file = file_.path;
+    l.file = modOf(n).file->path;
     TSPoint p = ts_node_start_point(n);
     l.line = static_cast<int>(p.row) + 1;
     l.col = static_cast<int>(p.column) + 1;
@@ -247,11 +306,12 @@ class Walker {
     return l;
   }
   std::string where(TSNode n) const {
-    Location l = loc(n);
-    return file_.path + ":" + std::to_string(l.line) + ":" + std::to_string(l.col);
+ Location l = loc(n);
+    return l.file + ":" + std::to_string(l.line) + ":" + std::to_string(l.col);
   }
   [[noreturn]] void fail(TSNode n, const std::string& msg) const { throw InputError(where(n) + ": " + msg); }
   void note(const std::string& n) {
+    if (tentative_ > 0) return;
     if (noted_.insert(n).second) gate_.notes.push_back(n);
   }
 
@@ -271,7 +331,9 @@ class Walker {
       name += sort == Sort::Int ? "#int" : sort == Sort::Str ? "#str" : "#bool";
       it = opaque_sorts_.find(name);
     }
+    if (it != opaque_sorts_.end() && tentative_ == 0) tentative_opaques_.erase(name);
     if (it == opaque_sorts_.end()) {
+      if (tentative_ > 0) tentative_opaques_.insert(name);
       opaque_sorts_[name] = sort;
       model::OpaqueSymbol o;
       o.name = name;
@@ -300,7 +362,12 @@ class Walker {
   }
 
   void envRead(const std::string& name, TSNode at) {
-    if (std::find(gate_.env_reads.begin(), gate_.env_reads.end(), name) != gate_.env_reads.end()) return;
+    ++env_read_calls_;
+    if (std::find(gate_.env_reads.begin(), gate_.env_reads.end(), name) != gate_.env_reads.end()) {
+      if (tentative_ == 0) tentative_env_.erase(name);
+      return;
+    }
+    if (tentative_ > 0) tentative_env_.insert(name);
     gate_.env_reads.push_back(name);
     gate_.env_read_locs.push_back(loc(at, "env"));
   }
@@ -359,7 +426,103 @@ class Walker {
     }
   }
 
+  // --- trace origins ----------------------------------------------------------
+  static bool sameHop(const model::Hop& x, const model::Hop& y) {
+    return x.hop == y.hop && x.where.file == y.where.file && x.where.line == y.where.line &&
+           x.where.col == y.where.col;
+  }
+  static void addHops(std::vector<model::Hop>& to, const std::vector<model::Hop>& from) {
+    for (const auto& h : from) {
+      bool dup = false;
+      for (const auto& t : to) dup = dup || sameHop(t, h);
+      if (!dup) to.push_back(h);
+    }
+  }
+  // The value came from a probe (possibly patched), not only from a literal.
+  static bool hasSource(const Value& v) {
+    for (const auto& h : v.origin)
+      if (h.hop == "probe" || h.hop == "monkeypatch") return true;
+    return false;
+  }
+  static void unionOrigin(Value& v, const Value& a, const Value& b) {
+    // oldest first: the probe's journey before a literal that overrides it
+    bool swap = !hasSource(a) && hasSource(b);
+    v.origin = swap ? b.origin : a.origin;
+    addHops(v.origin, swap ? a.origin : b.origin);
+    v.env_seen = a.env_seen;
+    for (const auto& e : b.env_seen)
+      if (std::find(v.env_seen.begin(), v.env_seen.end(), e) == v.env_seen.end()) v.env_seen.push_back(e);
+  }
+  model::Hop hop(const std::string& kind, TSNode at) const {
+    model::Hop h;
+    h.hop = kind;
+    h.where = loc(at, "trace");
+    h.where.note = shortText(at);
+    return h;
+  }
+  static bool mentionsEnv(const ExprPtr& e) {
+    if (!e) return false;
+    for (const auto& r : model::varsOf(e))
+      if (!model::envNameOf(r.name).empty()) return true;
+    return false;
+  }
+  // A hop at an if/elif: located at the statement, described by its condition.
+  model::Hop ifHop(const std::string& kind, TSNode at) const {
+    model::Hop h = hop(kind, at);
+    TSNode c = field(at, "condition");
+    if ((is(at, "if_statement") || is(at, "elif_clause")) && !ts_node_is_null(c))
+      h.where.note = (is(at, "elif_clause") ? "elif " : "if ") + shortText(c);
+    return h;
+  }
+  static bool isBoolLiteral(const Value& v) { return v.k == Value::K::Bool && v.e && model::isConst(v.e); }
+  // Env vars the value depends on (condition and leaves of a merge included).
+  static void envsOf(const Value& v, std::vector<std::string>& out) {
+    auto add = [&](const ExprPtr& e) {
+      if (!e) return;
+      for (const auto& r : model::varsOf(e)) {
+        std::string n = model::envNameOf(r.name);
+        if (!n.empty() && std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);
+      }
+    };
+    if (v.k == Value::K::Merge) {
+      add(v.cond);
+      envsOf(*v.a, out);
+      envsOf(*v.b, out);
+    } else if (v.k == Value::K::Bool || v.k == Value::K::Int || v.k == Value::K::Str) {
+      add(v.e);
+    }
+  }
+  // A traced value that now also depends on an env var it did not depend on
+  // before: the flag is (partly) forced by the environment here.
+  void envOverride(Value& v, const std::function<model::Hop()>& at) {
+    if (v.origin.empty()) return;
+    std::vector<std::string> envs;
+    envsOf(v, envs);
+    bool fresh = false;
+    for (const auto& e : envs)
+      if (std::find(v.env_seen.begin(), v.env_seen.end(), e) == v.env_seen.end()) {
+        v.env_seen.push_back(e);
+        fresh = true;
+      }
+    if (fresh) addHops(v.origin, {at()});
+  }
+  // An assignment (local or attribute) of a traced value.
+  void traceStore(Value& v, const std::string& kind, TSNode stmt) {
+    if (ts_node_is_null(stmt)) return;
+    if (v.origin.empty() && !isBoolLiteral(v)) return;
+    envOverride(v, [&] { return hop("env override", stmt); });
+    addHops(v.origin, {hop(kind, stmt)});
+  }
+
   Value merge(const ExprPtr& c, const Value& a, const Value& b) {
+    if (model::isTrue(c)) return a;
+    if (model::isFalse(c)) return b;
+    Value v = mergeRaw(c, a, b);
+    unionOrigin(v, a, b);
+    return v;
+  }
+
+  Value mergeRaw(const ExprPtr& c, const Value& a, const Value& b) {
     using K = Value::K;
     if (model::isTrue(c)) return a;
     if (model::isFalse(c)) return b;
@@ -620,8 +783,8 @@ class Walker {
 
   // --- names ----------------------------------------------------------------
   std::string resolveAlias(const std::string& name) const {
-    auto it = aliases_.find(name);
-    return it == aliases_.end() ? name : it->second;
+    auto it = cur_->aliases.find(name);
+    return it == cur_->aliases.end() ? name : it->second;
   }
 
   // "a.b.c" for a chain of identifiers and attributes, first part alias-resolved.
@@ -658,15 +821,15 @@ class Walker {
   Value lookup(const std::string& name, const State& st, TSNode at) {
     auto it = st.locals.find(name);
     if (it != st.locals.end() && it->second.k != Value::K::Undef) return it->second;
-    auto g = globals_.find(name);
-    if (g != globals_.end() && g->second.k != Value::K::Unknown && g->second.k != Value::K::Undef) return g->second;
+    auto g = cur_->globals.find(name);
+    if (g != cur_->globals.end() && g->second.k != Value::K::Unknown && g->second.k != Value::K::Undef) return g->second;
     auto pf = spec_.platform_flags.find(name);
     if (pf != spec_.platform_flags.end()) return vBool(model::BoolC(pf->second));
-    if (g != globals_.end() && g->second.k != Value::K::Undef) return g->second;
+    if (g != cur_->globals.end() && g->second.k != Value::K::Undef) return g->second;
     auto c = class_consts_.find(name);
     if (c != class_consts_.end()) return c->second;
     if (name == class_name_ && !class_name_.empty()) return vObject("class", name);
-    if (aliases_.count(name)) {
+    if (cur_->aliases.count(name)) {
       std::string origin = resolveAlias(name);
       return vObject(origin == "os.environ" ? "environ" : "module", origin);
     }
@@ -705,7 +868,13 @@ class Walker {
       }
       return vList(std::move(xs));
     }
-    if (!std::strcmp(t, "not_operator")) return vBool(model::Not(truthy(eval(field(n, "argument"), st, fr, cx))));
+    if (!std::strcmp(t, "not_operator")) {
+      Value a = eval(field(n, "argument"), st, fr, cx);
+      Value r = vBool(model::Not(truthy(a)));
+      r.origin = a.origin;
+      r.env_seen = a.env_seen;
+      return r;
+    }
     if (!std::strcmp(t, "boolean_operator")) return evalBoolChain(n, st, fr, cx);
     if (!std::strcmp(t, "comparison_operator")) return evalCompare(n, st, fr, cx);
     if (!std::strcmp(t, "binary_operator")) return evalArithChain(n, st, fr, cx);
@@ -826,9 +995,11 @@ class Walker {
       Ctx sub{model::And(cx.guard, is_and ? t : model::Not(t)), cx.raises};
       Value w = eval(r, st, fr, sub);
       cx.raises = sub.raises;
-      if (v.k == Value::K::Bool && w.k == Value::K::Bool && v.env.empty() && w.env.empty())
-        v = vBool(is_and ? model::And(v.e, w.e) : model::Or(v.e, w.e));
-      else
+      if (v.k == Value::K::Bool && w.k == Value::K::Bool && v.env.empty() && w.env.empty()) {
+        Value r = vBool(is_and ? model::And(v.e, w.e) : model::Or(v.e, w.e));
+        unionOrigin(r, v, w);
+        v = r;
+      } else
         v = is_and ? merge(t, w, v) : merge(t, v, w);
     }
     return v;
@@ -924,6 +1095,12 @@ class Walker {
     }
     auto pf = spec_.platform_flags.find(attr);
     if (pf != spec_.platform_flags.end()) return vBool(model::BoolC(pf->second));
+    // a probe taken as a function (`orig = platform.is_fully_connected`)
+    if (collecting_patches_ && spec_.probes.count(attr) && !is(ts_node_parent(n), "call")) {
+      Value f = vObject("probefn", attr);
+      f.loc = loc(n);
+      return f;
+    }
     return unknown(n);
   }
 
@@ -1030,7 +1207,11 @@ class Walker {
     if (f == "int" && a.pos.size() == 1) return toIntAt(eval(a.pos[0], st, fr, cx), call);
     if (f == "bool") {
       if (a.pos.empty()) return vBool(model::False());
-      return vBool(truthy(eval(a.pos[0], st, fr, cx)));
+      Value x = eval(a.pos[0], st, fr, cx);
+      Value r = vBool(truthy(x));
+      r.origin = x.origin;
+      r.env_seen = x.env_seen;
+      return r;
     }
     if (f == "str" && a.pos.size() == 1) {
       Value v = eval(a.pos[0], st, fr, cx);
@@ -1054,32 +1235,74 @@ class Walker {
     return toInt(v, call);
   }
 
+  // Python builtins and logging: never candidate native ops.
+  static bool notAnOp(const std::string& name) {
+    static const std::set<std::string> names{
+        "isinstance", "issubclass", "range", "list", "dict", "set", "tuple", "frozenset", "len", "print",
+        "getattr", "hasattr", "setattr", "delattr", "super", "enumerate", "zip", "sorted", "reversed", "map",
+        "filter", "sum", "abs", "round", "float", "type", "id", "hash", "iter", "next", "repr", "format", "open",
+        "object", "min", "max", "any", "all", "int", "bool", "str", "bytes", "callable", "vars", "divmod", "pow",
+        "staticmethod", "classmethod", "property", "NotImplementedError", "ValueError", "RuntimeError",
+        "AssertionError", "TypeError", "KeyError", "Exception"};
+    return names.count(name) > 0;
+  }
+  static bool isLoggingObject(const std::string& base) {
+    std::string b = lower(base);
+    return b == "logger" || b == "logging" || b == "log" || b == "_logger" || b == "warnings" ||
+           b.find("logger") != std::string::npos;
+  }
+  // The leftmost identifier of a.b.c (empty when it is not a plain chain).
+  std::string baseName(TSNode n) const {
+    while (is(n, "attribute")) n = field(n, "object");
+    return is(n, "identifier") ? text(n) : "";
+  }
+
   Value evalCall(TSNode n, State& st, Frame& fr, Ctx& cx) {
     TSNode fn = field(n, "function");
     Args a = parseArgs(field(n, "arguments"));
     if (is(fn, "identifier")) {
       std::string name = text(fn);
       bool local = st.locals.count(name) > 0 && fr.kind != Frame::Kind::Module;
+      // a probe captured before it was patched: `orig = platform.is_fully_connected`
+      {
+        auto li = st.locals.find(name);
+        const Value* held = li != st.locals.end() ? &li->second : nullptr;
+        if (!held) {
+          auto g = cur_->globals.find(name);
+          if (g != cur_->globals.end()) held = &g->second;
+        }
+        if (held && held->k == Value::K::Object && held->tag == "probefn") {
+          auto p = spec_.probes.find(held->text);
+          if (p != spec_.probes.end()) return probeAt(p->second, n);
+        }
+      }
       std::string origin = resolveAlias(name);
       std::string last = lastComponent(origin);
       if (!local) {
-        auto mf = module_funcs_.find(name);
-        if (mf != module_funcs_.end() && !aliases_.count(name))
-          return callFunction(mf->second, name, Value{}, n, a, st, fr, cx);
+        if (name == "setattr" && collecting_patches_) notePatchSetattr(n, a, st, fr, cx);
+        auto mf = cur_->funcs.find(name);
+        if (mf != cur_->funcs.end() && !cur_->aliases.count(name))
+          return callGiven(mf->second, name, Value{}, n, fn, a, st, fr, cx);
         bool handled = false;
-        if (!aliases_.count(name)) {
+        if (!cur_->aliases.count(name)) {
           Value b = builtin(name, n, a, st, fr, cx, handled);
           if (handled) return b;
         }
-        if (origin == "os.getenv" || (name == "getenv" && !aliases_.count(name)))
+        if (origin == "os.getenv" || (name == "getenv" && !cur_->aliases.count(name)))
           return envGet(n, a, st, fr, cx);
         if (std::find(spec_.bool_env_helpers.begin(), spec_.bool_env_helpers.end(), last) !=
             spec_.bool_env_helpers.end())
           return envBool(n, a, st, fr, cx);
-        auto p = spec_.probes.find(last);
-        if (p != spec_.probes.end()) return probeValue(p->second);
         auto pf = spec_.platform_flags.find(last);
         if (pf != spec_.platform_flags.end()) return vBool(model::BoolC(pf->second));
+        // a function of another given file, imported by name
+        if (cur_->aliases.count(name)) {
+          Resolved r = resolveDotted(origin, cur_);
+          if (r.fn) return callGiven(*r.fn, last, Value{}, n, fn, a, st, fr, cx);
+        }
+        auto p = spec_.probes.find(last);
+        if (p != spec_.probes.end()) return applyPatches(last, probeAt(p->second, n), n, a, st, fr, cx);
+        if (!notAnOp(name) && recordingCalls(fr, n)) recordNative(n, fn, "", st, fr, cx);
       }
       return unknown(n);
     }
@@ -1091,6 +1314,16 @@ class Walker {
         return envModuleRead(text(field(obj, "attribute")), n);
       std::string d = dotted(fn);
       if (d == "os.getenv" || d == "os.environ.get") return envGet(n, a, st, fr, cx);
+      bool special = spec_.platform_flags.count(attr) ||
+                     std::find(spec_.bool_env_helpers.begin(), spec_.bool_env_helpers.end(), attr) !=
+                         spec_.bool_env_helpers.end();
+      std::string base = baseName(fn);
+      if (!special && !base.empty() && cur_->aliases.count(base) &&
+          (fr.kind == Frame::Kind::Module || !st.locals.count(base))) {
+        // mod.f(...) where mod is (or leads to) one of the given files
+        Resolved r = resolveDotted(d, cur_);
+        if (r.fn) return callGiven(*r.fn, attr, Value{}, n, fn, a, st, fr, cx);
+      }
       Value o = eval(obj, st, fr, cx);
       if (o.k == Value::K::Object && o.tag == "environ" && attr == "get") return envGet(n, a, st, fr, cx);
       if (o.k == Value::K::Object && (o.tag == "self" || o.tag == "class")) {
@@ -1099,7 +1332,9 @@ class Walker {
           Value self = o;
           if (m->second.is_static) self = Value{};
           if (m->second.is_classmethod) self = vObject("class", class_name_);
-          return callFunction(m->second, attr, self, n, a, st, fr, cx);
+          Value v = callFunction(m->second, attr, self, n, a, st, fr, cx);
+          if (spec_.probes.count(attr)) v = applyPatches(attr, v, n, a, st, fr, cx);
+          return v;
         }
       }
       if (o.k == Value::K::Object && o.tag == "tensor") {
@@ -1120,9 +1355,11 @@ class Walker {
           spec_.bool_env_helpers.end())
         return envBool(n, a, st, fr, cx);
       auto p = spec_.probes.find(attr);
-      if (p != spec_.probes.end()) return probeValue(p->second);
+      if (p != spec_.probes.end()) return applyPatches(attr, probeAt(p->second, n), n, a, st, fr, cx);
       auto pf = spec_.platform_flags.find(attr);
       if (pf != spec_.platform_flags.end()) return vBool(model::BoolC(pf->second));
+      if (!isLoggingObject(base) && !(o.k == Value::K::Object && o.tag == "environ") && recordingCalls(fr, n))
+        recordNative(n, fn, "", st, fr, cx);
       return unknown(n);
     }
     return unknown(n);
@@ -1131,6 +1368,127 @@ class Walker {
   Value probeValue(const std::string& probe) {
     ExprPtr v = probeVar(probe);
     return v->sort == Sort::Int ? vInt(v) : vBool(v);
+  }
+  // The probe's value at a call: its variable, with the call as first hop.
+  Value probeAt(const std::string& probe, TSNode call) {
+    Value v = probeValue(probe);
+    v.origin.push_back(hop("probe", call));
+    return v;
+  }
+
+  // --- given files: calls, op wrappers, native calls ---------------------------------
+  // A call to a function defined in one of the given files.
+  Value callGiven(const FuncInfo& fi, const std::string& fname, const Value& self, TSNode call, TSNode fnnode,
+                  const Args& a, State& st, Frame& fr, Ctx& cx) {
+    bool fwd = forwarder_defs_.count(fi.node.id) > 0;
+    if (fwd && recordingCalls(fr, call)) recordNative(call, fnnode, fname, st, fr, cx);
+    if (fwd) ++forwarder_depth_;
+    Value v = callFunction(fi, fname, self, call, a, st, fr, cx);
+    if (fwd) --forwarder_depth_;
+    if (spec_.probes.count(fname)) v = applyPatches(fname, v, call, a, st, fr, cx);
+    return v;
+  }
+
+  bool recordingCalls(const Frame& fr, TSNode call) const {
+    return fr.in_ctor && forwarder_depth_ == 0 && aux_depth_ == 0 && !collecting_patches_ &&
+           &modOf(call) == gate_mod_;
+  }
+
+  static std::string opName(const std::string& callee) {
+    std::vector<std::string> parts = splitDots(callee);
+    while (parts.size() > 1 && (parts.back() == "default" || parts.back() == "__call__")) parts.pop_back();
+    return parts.empty() ? callee : parts.back();
+  }
+
+  // The value as a Bool/Int expression for the trace, or null.
+  ExprPtr flagExpr(const Value& v) {
+    switch (v.k) {
+      case Value::K::Bool:
+      case Value::K::Int: return v.e;
+      case Value::K::Merge: {
+        ExprPtr x = flagExpr(*v.a), y = flagExpr(*v.b);
+        if (x && y) {
+          if (x->sort != y->sort) return nullptr;
+          return x->sort == Sort::Bool ? iteB(v.cond, x, y) : model::Ite(v.cond, x, y);
+        }
+        auto absent = [](const Value& w) { return w.k == Value::K::Undef || w.k == Value::K::None; };
+        if (x && absent(*v.b)) return x;
+        if (y && absent(*v.a)) return y;
+        return nullptr;
+      }
+      default: return nullptr;
+    }
+  }
+
+  // A call from the gate class to a function it does not define. Its
+  // arguments are evaluated on copies: the gate's own semantics (which never
+  // looked into such calls' arguments) stay as they were.
+  void recordNative(TSNode call, TSNode fnnode, const std::string& name, State& st, Frame& fr, Ctx& cx) {
+    model::NativeCall nc;
+    nc.callee = shortText(fnnode);
+    nc.name = name.empty() ? opName(nc.callee) : name;
+    nc.reached = model::And(fr.entry, model::And(st.full(), cx.guard));
+    nc.where = loc(call, "native call");
+    nc.where.note = shortText(call);
+    auto rejects = gate_.rejects;
+    int stmts = statements_;
+    State sc = st;
+    Ctx cc = cx;
+    ++tentative_;
+    int pos = 0;
+    TSNode args = field(call, "arguments");
+    for (TSNode k : is(args, "argument_list") ? named(args) : std::vector<TSNode>{}) {
+      model::CallArg ca;
+      ca.where = loc(k, "argument");
+      Value v;
+      if (is(k, "keyword_argument")) {
+        ca.keyword = text(field(k, "name"));
+        ca.text = shortText(field(k, "value"));
+        v = eval(field(k, "value"), sc, fr, cc);
+      } else if (is(k, "list_splat") || is(k, "dictionary_splat")) {
+        if (is(k, "list_splat")) ca.position = pos++;
+        else ca.keyword = "**";
+        ca.text = shortText(k);
+      } else {
+        ca.position = pos++;
+        ca.text = shortText(k);
+        v = eval(k, sc, fr, cc);
+      }
+      ca.value = flagExpr(v);
+      if (ca.value) {
+        ca.origin = v.origin;
+        Value w = v;
+        envOverride(w, [&] { return hop("env override", k); });
+        ca.origin = w.origin;
+      }
+      nc.args.push_back(std::move(ca));
+    }
+    --tentative_;
+    gate_.rejects = std::move(rejects);
+    statements_ = stmts;
+    addNative(std::move(nc), call);
+  }
+
+  void addNative(model::NativeCall nc, TSNode call) {
+    auto key = std::make_pair(static_cast<const void*>(call.tree), ts_node_start_byte(call));
+    auto it = native_index_.find(key);
+    if (it == native_index_.end()) {
+      native_index_[key] = gate_.native_calls.size();
+      gate_.native_calls.push_back(std::move(nc));
+      return;
+    }
+    // reached again (a helper called twice, the deferred method run per exit)
+    model::NativeCall& old = gate_.native_calls[it->second];
+    for (std::size_t i = 0; i < old.args.size() && i < nc.args.size(); ++i) {
+      auto& o = old.args[i];
+      auto& n = nc.args[i];
+      if (o.value && n.value && o.value->sort == n.value->sort && o.value != n.value)
+        o.value = o.value->sort == Sort::Bool ? iteB(nc.reached, n.value, o.value) : model::Ite(nc.reached, n.value, o.value);
+      else if (!o.value)
+        o.value = n.value;
+      addHops(o.origin, n.origin);
+    }
+    old.reached = model::Or(old.reached, nc.reached);
   }
 
   std::vector<Param> parseParams(TSNode params) {
@@ -1180,36 +1538,11 @@ class Walker {
     return u;
   }
 
-  // Inline a function of this file: bind the arguments, walk the body with its
-  // own frame, merge the exits into one value and the attributes it leaves.
-  Value callFunction(const FuncInfo& fi, const std::string& fname, const Value& self, TSNode call, const Args& a,
-                     State& st, Frame& fr, Ctx& cx) {
-    // A probe wrapper of this file counts when it changes the probe's meaning
-    // (an env override); otherwise the probe's own variable says more.
-    auto probe = spec_.probes.find(fname);
-    if (a.splat || std::find(call_stack_.begin(), call_stack_.end(), fi.node.id) != call_stack_.end() ||
-        call_stack_.size() >= static_cast<std::size_t>(kMaxInlineDepth)) {
-      if (probe != spec_.probes.end()) return probeValue(probe->second);
-      if (!a.splat) note("call to " + fname + " at " + where(call) + " not inlined (recursion or depth)");
-      return unknown(call);
-    }
-    std::vector<Param> params = parseParams(field(fi.node, "parameters"));
-    std::vector<Value> pos;
-    for (TSNode k : a.pos) pos.push_back(eval(k, st, fr, cx));
-    std::map<std::string, Value> kw;
-    for (auto& [k, v] : a.kw) kw[k] = eval(v, st, fr, cx);
-
-    auto env_before = gate_.env_reads.size();
-    auto opaques_before = gate_.opaques.size();
-    auto notes_before = gate_.notes.size();
-    auto rejects_before = gate_.rejects.size();
-    auto sorts_before = opaque_sorts_;
-    auto noted_before = noted_;
-
-    State cs;
-    cs.attrs = st.attrs;
+  // Bind call arguments to a function's parameters in a fresh state.
+  void bindParams(const std::vector<Param>& params, bool is_method, const Value& self, const std::vector<Value>& pos,
+                  std::map<std::string, Value> kw, TSNode call, State& cs) {
     std::size_t pi = 0, ai = 0;
-    if (fi.is_method && (fi.is_static ? false : true)) {
+    if (is_method) {
       if (!params.empty()) cs.locals[params[0].name] = self.k == Value::K::Undef ? Value{} : self;
       pi = 1;
       if (self.k == Value::K::Undef && !pos.empty()) {  // Class.method(obj, ...)
@@ -1229,6 +1562,67 @@ class Walker {
       else if (p.has_default) cs.locals[p.name] = defaultValue(p);
       else cs.locals[p.name] = paramUnknown(p.name, call);
     }
+  }
+
+  struct ModuleScope {
+    Walker& w;
+    Module* saved;
+    ModuleScope(Walker& w_, Module* m) : w(w_), saved(w_.cur_) {
+      if (m) {
+        if (m != w.gate_mod_) w.ensureWalked(m);
+        w.cur_ = m;
+      }
+    }
+    ~ModuleScope() { w.cur_ = saved; }
+  };
+
+  // Inline a function of a given file: bind the arguments, walk the body with
+  // its own frame, merge the exits into one value and the attributes it leaves.
+  Value callFunction(const FuncInfo& fi, const std::string& fname, const Value& self, TSNode call, const Args& a,
+                     State& st, Frame& fr, Ctx& cx) {
+    auto probe = spec_.probes.find(fname);
+    if (a.splat || std::find(call_stack_.begin(), call_stack_.end(), fi.node.id) != call_stack_.end() ||
+        call_stack_.size() >= static_cast<std::size_t>(kMaxInlineDepth)) {
+      if (probe != spec_.probes.end()) return probeAt(probe->second, call);
+      if (!a.splat) note("call to " + fname + " at " + where(call) + " not inlined (recursion or depth)");
+      return unknown(call);
+    }
+    std::vector<Value> pos;
+    for (TSNode k : a.pos) pos.push_back(eval(k, st, fr, cx));
+    std::map<std::string, Value> kw;
+    for (auto& [k, v] : a.kw) kw[k] = eval(v, st, fr, cx);
+    return inlineBody(fi, fname, self, call, pos, kw, st, fr, cx, true);
+  }
+
+  // probe_rules: a function named after a probe stands for the probe unless it
+  // reads the environment (then its env-dependent answers are kept: a spoof).
+  Value inlineBody(const FuncInfo& fi, const std::string& fname, const Value& self, TSNode call,
+                   const std::vector<Value>& pos, const std::map<std::string, Value>& kw, State& st, Frame& fr,
+                   Ctx& cx, bool probe_rules) {
+    auto probe = probe_rules ? spec_.probes.find(fname) : spec_.probes.end();
+    if (std::find(call_stack_.begin(), call_stack_.end(), fi.node.id) != call_stack_.end() ||
+        call_stack_.size() >= static_cast<std::size_t>(kMaxInlineDepth)) {
+      if (probe != spec_.probes.end()) return probeAt(probe->second, call);
+      note("call to " + fname + " at " + where(call) + " not inlined (recursion or depth)");
+      return unknown(call);
+    }
+    ModuleScope scope(*this, fi.mod);
+    std::vector<Param> params = parseParams(field(fi.node, "parameters"));
+
+    int env_calls_before = env_read_calls_;
+    auto env_before = gate_.env_reads;
+    auto env_locs_before = gate_.env_read_locs;
+    auto opaques_before = gate_.opaques.size();
+    auto notes_before = gate_.notes.size();
+    auto rejects_before = gate_.rejects.size();
+    auto sorts_before = opaque_sorts_;
+    auto noted_before = noted_;
+    auto natives_before = gate_.native_calls;
+    auto native_index_before = native_index_;
+
+    State cs;
+    cs.attrs = st.attrs;
+    bindParams(params, fi.is_method && !fi.is_static, self, pos, kw, call, cs);
 
     Frame cf{Frame::Kind::Helper};
     cf.entry = model::And(fr.entry, model::And(st.full(), cx.guard));
@@ -1241,14 +1635,63 @@ class Walker {
     if (!cs.dead()) exits.push_back(Exit{cs.full(), vNone(), cs.attrs, TSNode{}});
     ExprPtr died = model::OrAll(cf.deaths);
 
-    if (probe != spec_.probes.end() && gate_.env_reads.size() == env_before) {
-      // roll back what the walk recorded: the probe variable replaces it
+    // A probe of the gate's own file that reads the environment is inlined
+    // whole (as it always was); one of another file keeps only its env-dependent
+    // answers (a spoof: the real probe's code, e.g. NVML queries, says less than
+    // the probe's variable).
+    bool whole = fi.mod == gate_mod_ && env_read_calls_ != env_calls_before;
+    if (probe != spec_.probes.end() && !whole) {
+      // The answers that depend on the environment are a spoof and are kept;
+      // the rest is the probe itself, whose variable says more than its code.
+      std::vector<std::size_t> spoof;
+      if (env_read_calls_ != env_calls_before)
+        for (std::size_t i = 0; i < exits.size(); ++i) {
+          std::vector<std::string> envs;
+          envsOf(exits[i].value, envs);
+          if (exits[i].env_guarded || !envs.empty()) spoof.push_back(i);
+        }
+      Value v = probeAt(probe->second, call);
+      for (std::size_t j = spoof.size(); j-- > 0;) {
+        const Exit& x = exits[spoof[j]];
+        Value m = merge(x.cond, x.value, v);
+        m.origin = v.origin;
+        addHops(m.origin, x.value.origin);
+        m.env_seen = v.env_seen;
+        v = m;
+      }
+      // the hop: the env-reading `if` that guards the answer, else the return
+      for (std::size_t i : spoof) {
+        TSNode at = !ts_node_is_null(exits[i].env_if) ? exits[i].env_if : exits[i].node;
+        if (!ts_node_is_null(at)) addHops(v.origin, {ifHop("env override", at)});
+      }
+      envsOf(v, v.env_seen);
+      // keep only what the kept answers use
+      std::set<std::string> used;
+      collectVars(v, used);
+      std::vector<model::OpaqueSymbol> kept;
+      for (std::size_t i = opaques_before; i < gate_.opaques.size(); ++i)
+        if (used.count(gate_.opaques[i].name)) kept.push_back(gate_.opaques[i]);
+        else opaque_sorts_.erase(gate_.opaques[i].name);
       gate_.opaques.resize(opaques_before);
-      gate_.notes.resize(notes_before);
+      gate_.opaques.insert(gate_.opaques.end(), kept.begin(), kept.end());
+      for (std::size_t i = env_before.size(); i < gate_.env_reads.size(); ++i) {
+        const std::string& n = gate_.env_reads[i];
+        if (used.count(model::envVar(n)) || used.count(model::envSetVar(n))) {
+          env_before.push_back(n);
+          env_locs_before.push_back(gate_.env_read_locs[i]);
+        }
+      }
+      gate_.env_reads = env_before;
+      gate_.env_read_locs = env_locs_before;
       gate_.rejects.resize(rejects_before);
-      opaque_sorts_ = sorts_before;
-      noted_ = noted_before;
-      return probeValue(probe->second);
+      gate_.native_calls = natives_before;
+      native_index_ = native_index_before;
+      if (spoof.empty()) {
+        gate_.notes.resize(notes_before);
+        noted_ = noted_before;
+        opaque_sorts_ = sorts_before;
+      }
+      return v;
     }
 
     cx.raises = model::Or(cx.raises, model::And(cx.guard, died));
@@ -1259,8 +1702,496 @@ class Walker {
       v = merge(exits[i].cond, exits[i].value, v);
       attrs = mergeMaps(exits[i].cond, exits[i].attrs, attrs);
     }
+    // a traced answer that the environment can change here: at the first
+    // return that an env-reading condition guards
+    TSNode at = call;
+    for (const auto& x : exits)
+      if (x.env_guarded && !ts_node_is_null(x.node)) {
+        at = !ts_node_is_null(x.env_if) ? x.env_if : x.node;
+        break;
+      }
+    envOverride(v, [&] { return ifHop("env override", at); });
     st.attrs = mergeMaps(cx.guard, attrs, st.attrs);
     return v;
+  }
+
+  void collectVars(const Value& v, std::set<std::string>& out) {
+    auto add = [&](const ExprPtr& e) {
+      if (e)
+        for (const auto& r : model::varsOf(e)) out.insert(r.name);
+    };
+    if (v.k == Value::K::Merge) {
+      add(v.cond);
+      collectVars(*v.a, out);
+      collectVars(*v.b, out);
+    } else {
+      add(v.e);
+      if (v.k == Value::K::Unknown) out.insert(v.name.empty() ? v.text : v.name);
+    }
+  }
+
+  // --- given files: modules and imports -------------------------------------------
+  struct AuxAbort {};
+
+  static std::vector<std::string> splitDots(const std::string& d) {
+    std::vector<std::string> out;
+    std::string cur;
+    for (char ch : d) {
+      if (ch == '.') {
+        out.push_back(cur);
+        cur.clear();
+      } else {
+        cur += ch;
+      }
+    }
+    out.push_back(cur);
+    return out;
+  }
+  static std::string joinDots(const std::vector<std::string>& parts) {
+    std::string out;
+    for (const auto& p : parts) out += (out.empty() ? "" : ".") + p;
+    return out;
+  }
+
+  // A file's module names: every suffix of its path components, so that
+  // a/b/sgl_kernel/allreduce.py answers to allreduce, sgl_kernel.allreduce, ...
+  // and a package's __init__.py to its folder. A '.' inside a folder name
+  // cannot be imported; it is kept apart from the separators.
+  static void moduleNames(Module& m) {
+    std::string p = std::filesystem::path(m.file->path).lexically_normal().generic_string();
+    std::vector<std::string> comps;
+    std::string cur;
+    for (char ch : p + "/") {
+      if (ch == '/') {
+        if (!cur.empty() && cur != ".") comps.push_back(cur);
+        cur.clear();
+      } else {
+        cur += ch == '.' ? '\x1f' : ch;
+      }
+    }
+    if (comps.empty()) return;
+    std::string& last = comps.back();
+    const std::string py = "\x1fpy";
+    if (last.size() > py.size() && last.compare(last.size() - py.size(), py.size(), py) == 0)
+      last.resize(last.size() - py.size());
+    m.pkg.assign(comps.begin(), comps.end() - 1);
+    if (last == "__init__") comps.pop_back();
+    m.comps = comps;
+  }
+
+  Module* findModule(const std::vector<std::string>& comps, const Module* from) const {
+    Module* best = nullptr;
+    std::size_t best_common = 0;
+    std::size_t n = comps.size();
+    if (n == 0) return nullptr;
+    for (const auto& m : mods_) {
+      if (m->comps.size() < n || !std::equal(comps.begin(), comps.end(), m->comps.end() - static_cast<long>(n)))
+        continue;
+      std::size_t common = 0;
+      if (from)
+        while (common < from->pkg.size() && common < m->comps.size() && from->pkg[common] == m->comps[common])
+          ++common;
+      if (!best || common > best_common) best = m.get(), best_common = common;
+    }
+    return best;
+  }
+
+  struct Resolved {
+    Module* mod = nullptr;
+    const FuncInfo* fn = nullptr;
+  };
+
+  // A dotted name (alias-resolved) to a module or function of the given files.
+  // The import must name a suffix of the file's path; when no given file
+  // answers to the full package path, leading packages are dropped (a fixture
+  // that lays the files out flat).
+  Resolved resolveDotted(const std::string& dotted, const Module* from, int depth = 0) {
+    if (depth > 8 || dotted.empty()) return {};
+    auto comps = splitDots(dotted);
+    for (std::size_t skip = 0; skip < comps.size(); ++skip)
+      for (std::size_t k = comps.size(); k > skip; --k) {
+        std::vector<std::string> part(comps.begin() + static_cast<long>(skip), comps.begin() + static_cast<long>(k));
+        Module* m = findModule(part, from);
+        if (!m) continue;
+        Resolved r = resolveIn(m, {comps.begin() + static_cast<long>(k), comps.end()}, depth);
+        if (r.mod) return r;
+      }
+    return {};
+  }
+
+  Resolved resolveIn(Module* m, const std::vector<std::string>& rest, int depth) {
+    if (rest.empty()) return {m, nullptr};
+    const std::string& name = rest[0];
+    auto al = m->aliases.find(name);
+    if (al == m->aliases.end()) {
+      auto f = m->funcs.find(name);
+      if (f != m->funcs.end() && rest.size() == 1) return {m, &f->second};
+      if (rest.size() == 2) {
+        auto g = m->funcs.find(name + "." + rest[1]);  // Class.staticmethod
+        if (g != m->funcs.end()) return {m, &g->second};
+      }
+      return {};
+    }
+    std::vector<std::string> parts = splitDots(al->second);
+    parts.insert(parts.end(), rest.begin() + 1, rest.end());
+    return resolveDotted(joinDots(parts), m, depth + 1);
+  }
+
+  // The module body of a given file other than the gate's, walked once when a
+  // name of it is first needed; what it records counts only if the gate uses it.
+  void ensureWalked(Module* m) {
+    if (!m || m->walked) return;
+    m->walked = 1;
+    Module* saved = cur_;
+    bool collecting = collecting_patches_;
+    auto stack = call_stack_.size();
+    cur_ = m;
+    ++aux_depth_;
+    ++tentative_;
+    collecting_patches_ = true;
+    State st;
+    std::string problem;
+    try {
+      Frame fr{Frame::Kind::Module};
+      walkBlock(m->root, st, fr);
+    } catch (const AuxAbort&) {
+      problem = "more than " + std::to_string(kMaxStatements) + " statements in the given helper files";
+    } catch (const InputError& e) {
+      problem = e.what();
+    }
+    m->globals = st.locals;
+    call_stack_.resize(stack);
+    collecting_patches_ = collecting;
+    --tentative_;
+    --aux_depth_;
+    cur_ = saved;
+    m->walked = 2;
+    if (!problem.empty()) note(m->file->path + ": module body read in part (" + problem + ")");
+  }
+
+  // Imports, functions and classes of a file, before anything is walked.
+  void collectDecls(Module& m) {
+    Module* saved = cur_;
+    cur_ = &m;
+    std::vector<TSNode> stack{m.root};
+    while (!stack.empty()) {
+      TSNode n = stack.back();
+      stack.pop_back();
+      for (TSNode k : named(n)) {
+        TSNode def = is(k, "decorated_definition") ? field(k, "definition") : k;
+        TSNode dec = is(k, "decorated_definition") ? k : TSNode{};
+        if (is(k, "import_statement") || is(k, "import_from_statement")) {
+          recordImport(k);
+        } else if (is(def, "function_definition")) {
+          FuncInfo fi = funcInfo(def, dec, false);
+          m.funcs[text(field(def, "name"))] = fi;
+        } else if (is(def, "class_definition")) {
+          std::string cname = text(field(def, "name"));
+          m.classes[cname] = def;
+          for (TSNode s : named(field(def, "body"))) {
+            TSNode md = is(s, "decorated_definition") ? field(s, "definition") : s;
+            if (!is(md, "function_definition")) continue;
+            FuncInfo fi = funcInfo(md, is(s, "decorated_definition") ? s : TSNode{}, true);
+            m.funcs[cname + "." + text(field(md, "name"))] = fi;
+          }
+        } else if (is(k, "if_statement") || is(k, "elif_clause") || is(k, "else_clause") ||
+                   is(k, "try_statement") || is(k, "except_clause") || is(k, "finally_clause") ||
+                   is(k, "with_statement") || is(k, "block")) {
+          stack.push_back(k);
+        }
+      }
+    }
+    cur_ = saved;
+  }
+
+  // --- monkeypatched probes ------------------------------------------------------------
+  bool isPatchSite(TSNode n) const {
+    if (is(n, "assignment")) {
+      TSNode l = field(n, "left");
+      return is(l, "attribute") && spec_.probes.count(text(field(l, "attribute")));
+    }
+    if (is(n, "call") && text(field(n, "function")) == "setattr") {
+      auto ks = named(field(n, "arguments"));
+      if (ks.size() >= 3 && is(ks[1], "string")) {
+        std::string s = text(ks[1]);
+        if (s.size() >= 2) return spec_.probes.count(s.substr(1, s.size() - 2)) > 0;
+      }
+    }
+    return false;
+  }
+  bool hasPatchSite(TSNode root) const {
+    std::vector<TSNode> stack{root};
+    while (!stack.empty()) {
+      TSNode n = stack.back();
+      stack.pop_back();
+      if (isPatchSite(n)) return true;
+      for (TSNode k : named(n)) stack.push_back(k);
+    }
+    return false;
+  }
+
+  static bool looksLikeClass(const std::string& objText) {
+    std::string last = lastComponent(objText);
+    return !last.empty() && std::isupper(static_cast<unsigned char>(last[0]));
+  }
+
+  void addPatch(const std::string& probe, TSNode value, TSNode target, const std::string& obj, const ExprPtr& cond,
+                TSNode at) {
+    for (const auto& p : patches_)
+      if (p.id == target.id) return;
+    Patch p;
+    p.probe = probe;
+    p.value = value;
+    p.bind_self = looksLikeClass(obj);
+    p.cond = cond;
+    p.mod = cur_;
+    p.where = loc(at, "monkeypatch");
+    p.where.note = shortText(at);
+    p.id = target.id;
+    patches_.push_back(p);
+  }
+
+  void notePatchTarget(TSNode t, TSNode rhs, State& st, Frame& fr) {
+    if (!is(t, "attribute")) return;
+    std::string attr = text(field(t, "attribute"));
+    if (!spec_.probes.count(attr)) return;
+    TSNode stmt = ts_node_parent(t);
+    addPatch(attr, rhs, t, text(field(t, "object")), model::And(fr.entry, st.full()), is(stmt, "assignment") ? stmt : t);
+  }
+
+  void notePatchSetattr(TSNode call, const Args& a, State& st, Frame& fr, Ctx& cx) {
+    if (a.pos.size() < 3) return;
+    Value name = eval(a.pos[1], st, fr, cx);
+    if (name.k != Value::K::Str || name.e->op != Op::StrConst || !spec_.probes.count(name.e->s)) return;
+    addPatch(name.e->s, a.pos[2], call, text(a.pos[0]), model::And(fr.entry, model::And(st.full(), cx.guard)), call);
+  }
+
+  // Functions that patch a probe (a plugin's register()): walked on their own,
+  // assuming they run (the framework calls them).
+  void scanPatchFunctions(Module& m) {
+    std::vector<std::pair<std::string, FuncInfo>> fs(m.funcs.begin(), m.funcs.end());
+    std::sort(fs.begin(), fs.end(),
+              [](const auto& x, const auto& y) { return ts_node_start_byte(x.second.node) < ts_node_start_byte(y.second.node); });
+    for (const auto& [name, fi] : fs) {
+      if (&m == gate_mod_ && name.rfind(class_name_ + ".", 0) == 0) continue;
+      if (!hasPatchSite(field(fi.node, "body"))) continue;
+      ModuleScope scope(*this, &m);
+      ++aux_depth_;
+      ++tentative_;
+      bool collecting = collecting_patches_;
+      collecting_patches_ = true;
+      auto stack = call_stack_.size();
+      try {
+        State st;
+        for (const auto& p : parseParams(field(fi.node, "parameters")))
+          st.locals[p.name] = p.has_default ? defaultValue(p) : paramUnknown(p.name, fi.node);
+        Frame fr{Frame::Kind::Helper};
+        call_stack_.push_back(fi.node.id);
+        walkBlock(field(fi.node, "body"), st, fr);
+      } catch (const AuxAbort&) {
+      } catch (const InputError&) {
+      }
+      call_stack_.resize(stack);
+      collecting_patches_ = collecting;
+      --tentative_;
+      --aux_depth_;
+    }
+  }
+
+  // The patched probe's answer at a call, over the original one.
+  Value applyPatches(const std::string& probe, Value orig, TSNode call, const Args& a, State& st, Frame& fr,
+                     Ctx& cx) {
+    bool any = false;
+    for (const auto& p : patches_) any = any || p.probe == probe;
+    if (!any || a.splat) return orig;
+    std::vector<Value> pos;
+    for (TSNode k : a.pos) pos.push_back(eval(k, st, fr, cx));
+    std::map<std::string, Value> kw;
+    for (auto& [k, v] : a.kw) kw[k] = eval(v, st, fr, cx);
+    for (const auto& p : patches_) {
+      if (p.probe != probe) continue;
+      if (std::find(call_stack_.begin(), call_stack_.end(), p.id) != call_stack_.end()) continue;
+      call_stack_.push_back(p.id);
+      Value pv = evalPatch(p, call, pos, kw, st, fr, cx);
+      call_stack_.pop_back();
+      std::vector<model::Hop> o{hop("probe", call)};
+      model::Hop mp;
+      mp.hop = "monkeypatch";
+      mp.where = p.where;
+      mp.where.role = "trace";
+      o.push_back(mp);
+      addHops(o, pv.origin);
+      pv.origin = o;
+      Value m = merge(p.cond, pv, orig);
+      if (!model::isTrue(p.cond)) {
+        m.origin = pv.origin;
+        addHops(m.origin, orig.origin);
+      }
+      orig = m;
+    }
+    return orig;
+  }
+
+  Value evalPatch(const Patch& p, TSNode call, const std::vector<Value>& pos, const std::map<std::string, Value>& kw,
+                  State& st, Frame& fr, Ctx& cx) {
+    TSNode r = p.value;
+    bool bind_self = p.bind_self;
+    for (;;) {
+      if (is(r, "parenthesized_expression")) {
+        r = firstNamed(r);
+        continue;
+      }
+      if (is(r, "call")) {
+        std::string f = lastComponent(text(field(r, "function")));
+        auto ks = named(field(r, "arguments"));
+        if ((f == "staticmethod" || f == "classmethod") && !ks.empty()) {
+          bind_self = false;
+          r = ks[0];
+          continue;
+        }
+      }
+      break;
+    }
+    ModuleScope scope(*this, p.mod);
+    if (is(r, "lambda")) {
+      State ls;
+      ls.attrs = st.attrs;
+      bindParams(parseParams(field(r, "parameters")), bind_self, vObject("module", "patched object"), pos, kw, call, ls);
+      Frame lf{Frame::Kind::Helper};
+      lf.entry = model::And(fr.entry, model::And(st.full(), cx.guard));
+      lf.in_ctor = fr.in_ctor;
+      return eval(field(r, "body"), ls, lf, cx);
+    }
+    Resolved res;
+    if (is(r, "identifier")) {
+      std::string name = text(r);
+      auto f = cur_->funcs.find(name);
+      if (f != cur_->funcs.end() && !cur_->aliases.count(name)) res = {cur_, &f->second};
+      else if (cur_->aliases.count(name)) res = resolveDotted(resolveAlias(name), cur_);
+    } else if (is(r, "attribute")) {
+      std::string base = baseName(r);
+      if (cur_->aliases.count(base)) res = resolveDotted(dotted(r), cur_);
+    }
+    if (res.fn) {
+      FuncInfo fi = *res.fn;
+      if (bind_self && !fi.is_static) fi.is_method = true;
+      if (!bind_self && fi.is_method && !fi.is_static) fi.is_static = true;  // staticmethod(f) of a method
+      return inlineBody(fi, text(field(fi.node, "name")), bind_self ? vObject("module", "patched object") : Value{},
+                        call, pos, kw, st, fr, cx, false);
+    }
+    Value u = unknown(r);
+    u.text = "patched " + p.probe + " (" + shortText(r) + ")";
+    return u;
+  }
+
+  // --- op wrappers ---------------------------------------------------------------------
+  bool externalCallee(TSNode f, const std::vector<Param>& params, Module& m) {
+    auto isParam = [&](const std::string& n) {
+      for (const auto& p : params)
+        if (p.name == n) return true;
+      return false;
+    };
+    Module* saved = cur_;
+    cur_ = &m;
+    bool ext = true;
+    std::string base = baseName(f);
+    std::string last = is(f, "identifier") ? lastComponent(resolveAlias(text(f))) : text(field(f, "attribute"));
+    std::string d = is(f, "identifier") ? resolveAlias(text(f)) : dotted(f);
+    if (base.empty() || isParam(base) || base == "self" || base == "cls") ext = false;
+    else if (is(f, "identifier") && (notAnOp(base) || (m.funcs.count(base) && !m.aliases.count(base)))) ext = false;
+    else if (spec_.probes.count(last) || spec_.platform_flags.count(last) ||
+             std::find(spec_.bool_env_helpers.begin(), spec_.bool_env_helpers.end(), last) !=
+                 spec_.bool_env_helpers.end())
+      ext = false;
+    else if (d == "os.getenv" || d == "os.environ.get" || isLoggingObject(base))
+      ext = false;
+    else if (m.aliases.count(base) && resolveDotted(d, &m).fn)
+      ext = false;
+    cur_ = saved;
+    return ext;
+  }
+
+  void findForwarders(Module& m) {
+    std::vector<std::pair<std::string, FuncInfo>> fs(m.funcs.begin(), m.funcs.end());
+    std::sort(fs.begin(), fs.end(),
+              [](const auto& x, const auto& y) { return ts_node_start_byte(x.second.node) < ts_node_start_byte(y.second.node); });
+    for (const auto& [key, fi] : fs) {
+      if (fi.is_method && !fi.is_static) continue;
+      if (&m == gate_mod_ && key.rfind(class_name_ + ".", 0) == 0) continue;
+      auto params = parseParams(field(fi.node, "parameters"));
+      model::Forwarder best;
+      int best_score = 0;
+      bool splat_note = false;
+      std::vector<TSNode> stack{field(fi.node, "body")};
+      std::vector<TSNode> calls;
+      while (!stack.empty()) {
+        TSNode n = stack.back();
+        stack.pop_back();
+        if (is(n, "function_definition") || is(n, "lambda") || is(n, "class_definition") ||
+            is(n, "decorated_definition"))
+          continue;
+        if (is(n, "call")) calls.push_back(n);
+        for (TSNode k : named(n)) stack.push_back(k);
+      }
+      std::sort(calls.begin(), calls.end(),
+                [](TSNode x, TSNode y) { return ts_node_start_byte(x) < ts_node_start_byte(y); });
+      for (TSNode c : calls) {
+        TSNode f = field(c, "function");
+        if (!is(f, "identifier") && !is(f, "attribute")) continue;
+        TSNode args = field(c, "arguments");
+        if (!is(args, "argument_list")) continue;
+        if (!externalCallee(f, params, m)) continue;
+        model::Forwarder fw;
+        fw.call.callee = shortText(f);
+        fw.call.name = opName(fw.call.callee);
+        fw.call.where = loc(c, "wrapper call");
+        fw.call.where.note = shortText(c);
+        int score = 0, pos = 0;
+        bool splat = false;
+        for (TSNode k : named(args)) {
+          model::CallArg ca;
+          ca.where = loc(k, "argument");
+          TSNode v = k;
+          if (is(k, "keyword_argument")) {
+            ca.keyword = text(field(k, "name"));
+            v = field(k, "value");
+          } else if (is(k, "dictionary_splat")) {
+            ca.keyword = "**";
+          } else {
+            ca.position = pos++;
+          }
+          ca.text = shortText(v);
+          int idx = -1;
+          if (is(v, "identifier"))
+            for (std::size_t i = 0; i < params.size(); ++i)
+              if (params[i].name == text(v) && !params[i].star && !params[i].kwstar) idx = static_cast<int>(i);
+          if (is(v, "list_splat") || is(v, "dictionary_splat")) {
+            std::string inner = text(firstNamed(v));
+            for (const auto& p : params)
+              if (p.name == inner) splat = true;
+          }
+          if (idx >= 0) ++score;
+          fw.call.args.push_back(ca);
+          fw.arg_param.push_back(idx);
+        }
+        if (score == 0 && !splat) continue;
+        if (score > best_score || (best_score == 0 && best.call.callee.empty())) {
+          best = fw;
+          best_score = score;
+          splat_note = splat;
+        }
+      }
+      if (best.call.callee.empty()) continue;
+      best.name = text(field(fi.node, "name"));
+      for (const auto& p : params) best.params.push_back(p.name);
+      best.where = loc(fi.node, "wrapper");
+      best.where.note = "def " + best.name;
+      if (splat_note)
+        note("op wrapper " + best.name + " (" + where(fi.node) + ") passes *args/**kwargs on to " + best.call.callee +
+             "; argument positions through it are not followed");
+      gate_.forwarders.push_back(best);
+      forwarder_defs_.insert(fi.node.id);
+    }
   }
 
   // --- statements ---------------------------------------------------------------
@@ -1309,8 +2240,10 @@ class Walker {
     }
   }
 
-  void assignTarget(TSNode t, const Value& v, State& st, Frame& fr) {
+  void assignTarget(TSNode t, const Value& v0, State& st, Frame& fr, TSNode stmt = TSNode{}) {
     if (is(t, "identifier")) {
+      Value v = v0;
+      traceStore(v, "local", stmt);
       st.locals[text(t)] = v;
       return;
     }
@@ -1318,18 +2251,22 @@ class Walker {
       TSNode obj = field(t, "object");
       if (is(obj, "identifier")) {
         auto it = st.locals.find(text(obj));
-        if (it != st.locals.end() && it->second.k == Value::K::Object && it->second.tag == "self")
+        if (it != st.locals.end() && it->second.k == Value::K::Object && it->second.tag == "self") {
+          Value v = v0;
+          traceStore(v, "attribute", stmt);
           st.attrs[text(field(t, "attribute"))] = v;
+        }
       }
       return;
     }
+    const Value& v = v0;
     if (is(t, "pattern_list") || is(t, "tuple_pattern") || is(t, "list_pattern") || is(t, "tuple") ||
         is(t, "list") || is(t, "expression_list")) {
       auto ts = named(t);
       bool simple = v.k == Value::K::List && v.items.size() == ts.size();
       for (std::size_t i = 0; i < ts.size(); ++i) {
         if (simple) {
-          assignTarget(ts[i], v.items[i], st, fr);
+          assignTarget(ts[i], v.items[i], st, fr, stmt);
         } else {
           Value u = unknown(ts[i]);
           u.text = shortText(ts[i]) + " (unpacked from line " + std::to_string(loc(t).line) + ")";
@@ -1339,7 +2276,7 @@ class Walker {
       return;
     }
     if (is(t, "parenthesized_expression")) {
-      assignTarget(firstNamed(t), v, st, fr);
+      assignTarget(firstNamed(t), v, st, fr, stmt);
       return;
     }
     if (is(t, "list_splat_pattern")) assignTarget(firstNamed(t), unknown(t), st, fr);
@@ -1356,7 +2293,10 @@ class Walker {
       cur = r;
     }
     Value v = evalStmtExpr(cur, st, fr, stmt);
-    for (TSNode t : targets) assignTarget(t, v, st, fr);
+    for (TSNode t : targets) {
+      if (collecting_patches_) notePatchTarget(t, cur, st, fr);
+      assignTarget(t, v, st, fr, n);
+    }
   }
 
   void walkAugAssign(TSNode n, State& st, Frame& fr, TSNode stmt) {
@@ -1406,10 +2346,11 @@ class Walker {
   };
 
   void walkChain(const std::vector<Clause>& clauses, const std::function<void(State&)>* else_body, TSNode last_cond,
-                 State& st, Frame& fr) {
+                 State& st, Frame& fr, TSNode site = TSNode{}) {
     std::vector<State> bases, taken;
     std::vector<ExprPtr> conds;
     State cur = st;
+    ExprPtr none_before = model::True();
     for (const auto& cl : clauses) {
       ExprPtr c = cl.cond(cur);
       State t = branch(cur, c);
@@ -1417,9 +2358,13 @@ class Walker {
         t.rel = model::False();
       } else {
         if (!ts_node_is_null(cl.if_cond)) fr.ifs.push_back({cl.if_cond, false});
+        fr.guards.push_back({model::And(none_before, c),
+                             ts_node_is_null(cl.if_cond) ? TSNode{} : ts_node_parent(cl.if_cond)});
         cl.body(t);
+        fr.guards.pop_back();
         if (!ts_node_is_null(cl.if_cond)) fr.ifs.pop_back();
       }
+      none_before = model::And(none_before, model::Not(c));
       bases.push_back(cur);
       taken.push_back(t);
       conds.push_back(c);
@@ -1429,12 +2374,51 @@ class Walker {
     }
     if (else_body && !cur.dead()) {
       if (!ts_node_is_null(last_cond)) fr.ifs.push_back({last_cond, true});
+      fr.guards.push_back({none_before, ts_node_is_null(last_cond) ? TSNode{} : ts_node_parent(last_cond)});
       (*else_body)(cur);
+      fr.guards.pop_back();
       if (!ts_node_is_null(last_cond)) fr.ifs.pop_back();
     }
     State m = cur;
-    for (std::size_t i = taken.size(); i-- > 0;) m = join(bases[i], conds[i], taken[i], m);
+    for (std::size_t i = taken.size(); i-- > 0;) {
+      State before = m;
+      m = join(bases[i], conds[i], taken[i], m);
+      if (!ts_node_is_null(site)) {
+        overrideAtJoin(m.locals, taken[i].locals, before.locals, site);
+        overrideAtJoin(m.attrs, taken[i].attrs, before.attrs, site);
+      }
+    }
     st = m;
+  }
+
+  // After an if: a traced variable that now depends on an env var through the
+  // branch condition was overridden in one branch (`if env: flag = True`). The
+  // hop is the `if` that reads the environment; the forced branch's own hops
+  // (the literal's assignment) are folded into it.
+  void overrideAtJoin(std::map<std::string, Value>& merged, const std::map<std::string, Value>& t,
+                      const std::map<std::string, Value>& e, TSNode site) {
+    for (auto& [k, v] : merged) {
+      if (v.origin.empty()) continue;
+      auto ti = t.find(k), ei = e.find(k);
+      if (ti == t.end() || ei == e.end()) continue;
+      if (ti->second.e && ei->second.e && ti->second.e == ei->second.e && ti->second.k == ei->second.k) continue;
+      auto before = v.origin.size();
+      envOverride(v, [&] { return ifHop("env override", site); });
+      if (v.origin.size() == before) continue;
+      const Value* forced = nullptr;
+      if (!hasSource(ti->second) && hasSource(ei->second)) forced = &ti->second;
+      if (!hasSource(ei->second) && hasSource(ti->second)) forced = &ei->second;
+      if (!forced) continue;
+      const Value& other = forced == &ti->second ? ei->second : ti->second;
+      std::vector<model::Hop> kept;
+      for (const auto& h : v.origin) {
+        bool own = false, shared = false;
+        for (const auto& x : forced->origin) own = own || sameHop(x, h);
+        for (const auto& x : other.origin) shared = shared || sameHop(x, h);
+        if (!own || shared) kept.push_back(h);
+      }
+      v.origin = kept;
+    }
   }
 
   void walkIf(TSNode n, State& st, Frame& fr) {
@@ -1451,7 +2435,7 @@ class Walker {
                            [this, bn, &fr](State& s) { walkBlock(bn, s, fr); }, cn});
     }
     std::function<void(State&)> eb = [this, else_body, &fr](State& s) { walkBlock(else_body, s, fr); };
-    walkChain(cls, ts_node_is_null(else_body) ? nullptr : &eb, arms.back().first, st, fr);
+    walkChain(cls, ts_node_is_null(else_body) ? nullptr : &eb, arms.back().first, st, fr, n);
   }
 
   void walkLoop(TSNode n, State& st, Frame& fr) {
@@ -1539,9 +2523,9 @@ class Walker {
         if (is(k, "dotted_name")) {
           std::string d = text(k);
           std::string first = d.substr(0, d.find('.'));
-          aliases_[first] = first;
+          cur_->aliases[first] = first;
         } else if (is(k, "aliased_import")) {
-          aliases_[text(field(k, "alias"))] = text(field(k, "name"));
+          cur_->aliases[text(field(k, "alias"))] = text(field(k, "name"));
         }
       }
       return;
@@ -1549,16 +2533,31 @@ class Walker {
     // from M import a, b as c
     std::string mod = text(field(n, "module_name"));
     TSNode modnode = field(n, "module_name");
+    if (is(modnode, "relative_import")) {
+      // from . import y / from ..x import f: relative to this file's package
+      std::size_t dots = 0;
+      std::string rest;
+      for (TSNode k : children(modnode, false)) {
+        if (is(k, "import_prefix")) dots = text(k).size();
+        else if (is(k, "dotted_name")) rest = text(k);
+      }
+      std::vector<std::string> base = cur_->pkg;
+      for (std::size_t i = 1; i < dots && !base.empty(); ++i) base.pop_back();
+      if (!rest.empty())
+        for (const auto& part : splitDots(rest)) base.push_back(part);
+      mod = joinDots(base);
+    }
     for (TSNode k : named(n)) {
       if (ts_node_eq(k, modnode)) continue;
-      if (is(k, "dotted_name")) aliases_[text(k)] = mod + "." + text(k);
-      else if (is(k, "aliased_import")) aliases_[text(field(k, "alias"))] = mod + "." + text(field(k, "name"));
+      if (is(k, "dotted_name")) cur_->aliases[text(k)] = mod + "." + text(k);
+      else if (is(k, "aliased_import")) cur_->aliases[text(field(k, "alias"))] = mod + "." + text(field(k, "name"));
     }
   }
 
   FuncInfo funcInfo(TSNode def, TSNode decorated, bool is_method) {
     FuncInfo fi;
     fi.node = def;
+    fi.mod = cur_;
     fi.is_method = is_method;
     if (!ts_node_is_null(decorated))
       for (TSNode d : named(decorated)) {
@@ -1572,8 +2571,11 @@ class Walker {
 
   void walkStmt(TSNode n, State& st, Frame& fr) {
     DepthGuard g(*this, n);
-    if (++statements_ > kMaxStatements)
+    if (aux_depth_ > 0) {
+      if (++aux_statements_ > kMaxStatements) throw AuxAbort{};
+    } else if (++statements_ > kMaxStatements) {
       fail(n, "more than " + std::to_string(kMaxStatements) + " statements on the analysed paths; not analysed");
+    }
     const char* t = ts_node_type(n);
     if (!std::strcmp(t, "expression_statement")) {
       for (TSNode k : named(n)) {
@@ -1587,7 +2589,13 @@ class Walker {
       if (st.dead()) return;
       if (fr.kind == Frame::Kind::Ctor)
         recordReject(model::And(fr.entry, model::And(st.full(), model::Not(enabled(st.attrs)))), fr, n);
-      fr.returns.push_back(Exit{st.full(), val, st.attrs, n});
+      Exit x{st.full(), val, st.attrs, n};
+      for (const auto& g : fr.guards)
+        if (mentionsEnv(g.cond)) {
+          x.env_guarded = true;
+          if (!ts_node_is_null(g.stmt)) x.env_if = g.stmt;
+        }
+      fr.returns.push_back(x);
       st.rel = model::False();
     } else if (!std::strcmp(t, "raise_statement")) {
       fr.deaths.push_back(st.full());
@@ -1625,7 +2633,7 @@ class Walker {
       if (!is(def, "function_definition")) return;
       std::string name = text(field(def, "name"));
       if (fr.kind == Frame::Kind::Module) {
-        module_funcs_[name] = funcInfo(def, dec, false);
+        cur_->funcs[name] = funcInfo(def, dec, false);
         st.locals.erase(name);
       } else if (fr.kind == Frame::Kind::Class) {
         methods_[name] = funcInfo(def, dec, true);
@@ -1671,6 +2679,7 @@ class Walker {
   }
 
   // --- structure ----------------------------------------------------------------
+  void pruneTentative();
   void checkSyntax(TSNode root);
   std::vector<TSNode> findClasses(TSNode root, const std::string& name);
   TSNode findEnabling(TSNode fn);
@@ -1791,44 +2800,103 @@ TSNode Walker::findEnabling(TSNode fn) {
 }
 
 model::Gate Walker::run() {
-  checkBytes(file_, limits_);
-  TSParser* parser = ts_parser_new();
-  ts_parser_set_language(parser, tree_sitter_python());
-  TSTree* tree = ts_parser_parse_string(parser, nullptr, src_.data(), static_cast<uint32_t>(src_.size()));
-  ts_parser_delete(parser);
-  if (!tree) throw InputError(file_.path + ": could not be parsed");
-  std::unique_ptr<TSTree, void (*)(TSTree*)> owner(tree, ts_tree_delete);
-  TSNode root = ts_tree_root_node(tree);
-  checkSyntax(root);
-
-  // The class: the first name of the spec that the file defines.
-  TSNode cls{};
-  for (const auto& name : spec_.class_names) {
-    auto found = findClasses(root, name);
-    if (found.empty()) continue;
-    cls = found.back();
-    class_name_ = name;
-    if (found.size() > 1)
-      note("class " + name + " is defined " + std::to_string(found.size()) + " times; Python binds the last one (line " +
-           std::to_string(loc(cls).line) + "), which is the one analysed");
-    break;
+  if (files_.empty()) throw InputError("no Python file given");
+  for (const auto& f : files_) checkBytes(f, limits_);
+  {
+    TSParser* parser = ts_parser_new();
+    ts_parser_set_language(parser, tree_sitter_python());
+    for (const auto& f : files_) {
+      auto m = std::make_unique<Module>();
+      m->file = &f;
+      m->tree = ts_parser_parse_string(parser, nullptr, f.text.data(), static_cast<uint32_t>(f.text.size()));
+      if (!m->tree) {
+        ts_parser_delete(parser);
+        throw InputError(f.path + ": could not be parsed");
+      }
+      m->root = ts_tree_root_node(m->tree);
+      moduleNames(*m);
+      mods_.push_back(std::move(m));
+    }
+    ts_parser_delete(parser);
   }
-  if (ts_node_is_null(cls)) {
-    std::string looked;
+
+  // The gate file: the first that defines a class the spec names (the first
+  // such name in it).
+  TSNode cls{};
+  std::string first_error;
+  for (auto& m : mods_) {
+    std::string err;
+    try {
+      checkSyntax(m->root);
+    } catch (const InputError& e) {
+      m->syntax_ok = false;
+      err = e.what();
+    }
+    for (const auto& name : spec_.class_names) {
+      auto found = findClasses(m->root, name);
+      if (found.empty()) continue;
+      if (!m->syntax_ok) throw InputError(err);
+      cls = found.back();
+      class_name_ = name;
+      gate_mod_ = m.get();
+      if (found.size() > 1)
+        note("class " + name + " is defined " + std::to_string(found.size()) +
+             " times; Python binds the last one (line " + std::to_string(loc(cls).line) +
+             "), which is the one analysed");
+      break;
+    }
+    if (gate_mod_) break;
+    if (!m->syntax_ok && first_error.empty()) first_error = err;
+  }
+  if (!gate_mod_) {
+    if (!first_error.empty()) throw InputError(first_error);
+    std::string looked, paths;
     for (const auto& n : spec_.class_names) looked += (looked.empty() ? "" : ", ") + n;
-    throw InputError(file_.path + ": no class " + (spec_.class_names.empty() ? "" : spec_.class_names[0]) +
+    for (const auto& f : files_) paths += (paths.empty() ? "" : ", ") + f.path;
+    throw InputError(paths + ": no class " + (spec_.class_names.empty() ? "" : spec_.class_names[0]) +
                      " (looked for: " + looked + ")");
   }
+  cur_ = gate_mod_;
   gate_.class_name = class_name_;
   gate_.class_loc = loc(cls, "gate");
+  for (const auto& f : files_) gate_.files.push_back(f.path);
+  bool after = false;
+  for (auto& m : mods_) {
+    if (after) {
+      try {
+        checkSyntax(m->root);
+      } catch (const InputError&) {
+        m->syntax_ok = false;
+      }
+    }
+    after = after || m.get() == gate_mod_;
+  }
+  for (auto& m : mods_)
+    if (!m->syntax_ok)
+      note(m->file->path + ": not valid Python 3 as far as tree-sitter can tell; read as far as it parses");
+
+  // Every file's imports, functions and classes; then the op wrappers.
+  for (auto& m : mods_) collectDecls(*m);
+  for (auto& m : mods_) findForwarders(*m);
+
+  // Monkeypatched probes: the other files' bodies first, then the gate
+  // module's body (walked below as before), then functions that patch.
+  collecting_patches_ = true;
+  for (auto& m : mods_)
+    if (m.get() != gate_mod_ && hasPatchSite(m->root)) ensureWalked(m.get());
 
   // Module level: imports, constants, platform flags, helper functions.
   {
+    gate_mod_->walked = 1;
     State st;
     Frame fr{Frame::Kind::Module};
-    walkBlock(root, st, fr);
-    globals_ = st.locals;
+    walkBlock(gate_mod_->root, st, fr);
+    gate_mod_->globals = st.locals;
+    gate_mod_->walked = 2;
   }
+  for (auto& m : mods_) scanPatchFunctions(*m);
+  collecting_patches_ = false;
+  cur_ = gate_mod_;
   // Class body: constants and methods.
   {
     State st;
@@ -1985,14 +3053,53 @@ model::Gate Walker::run() {
     }
     gate_.per_call = model::OrAll(terms);
   }
+  pruneTentative();
   return gate_;
+}
+
+void Walker::pruneTentative() {
+  // What the other files' bodies and the native calls' arguments recorded
+  // stays only when the gate's formulas or the trace use it.
+  std::set<std::string> used;
+  auto add = [&](const ExprPtr& e) {
+    if (e)
+      for (const auto& r : model::varsOf(e)) used.insert(r.name);
+  };
+  add(gate_.admit);
+  add(gate_.per_call);
+  for (const auto& r : gate_.rejects) add(r.condition);
+  for (const auto& r : gate_.admits) add(r.condition);
+  // opaque symbols are listed for the gate's formulas only; env reads also
+  // for the values passed to native calls (a flag forced by the environment)
+  std::set<std::string> gate_used = used;
+  for (const auto& c : gate_.native_calls)
+    for (const auto& a : c.args) add(a.value);
+  std::vector<std::string> envs;
+  std::vector<Location> locs;
+  for (std::size_t i = 0; i < gate_.env_reads.size(); ++i) {
+    const std::string& n = gate_.env_reads[i];
+    if (tentative_env_.count(n) && !used.count(model::envVar(n)) && !used.count(model::envSetVar(n))) continue;
+    envs.push_back(n);
+    locs.push_back(gate_.env_read_locs[i]);
+  }
+  gate_.env_reads = envs;
+  gate_.env_read_locs = locs;
+  std::vector<model::OpaqueSymbol> ops;
+  for (const auto& o : gate_.opaques)
+    if (!tentative_opaques_.count(o.name) || gate_used.count(o.name)) ops.push_back(o);
+  gate_.opaques = ops;
 }
 
 }  // namespace
 
-model::Gate extractGate(const SourceFile& file, const target::PythonGateSpec& spec, const Limits& limits) {
-  Walker w(file, spec, limits);
+model::Gate extractGate(const std::vector<SourceFile>& files, const target::PythonGateSpec& spec,
+                        const Limits& limits) {
+  Walker w(files, spec, limits);
   return w.run();
+}
+
+model::Gate extractGate(const SourceFile& file, const target::PythonGateSpec& spec, const Limits& limits) {
+  return extractGate(std::vector<SourceFile>{file}, spec, limits);
 }
 
 }  // namespace layergate::python

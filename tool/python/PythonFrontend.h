@@ -1,13 +1,20 @@
 // Python frontend: tree-sitter-python over the gate module.
 //
-// Takes: one Python source file and the target's PythonGateSpec. Returns: the
-// Gate of the first class named in the spec: the constructor's admission
-// condition (paths reaching the enabling statement) and the per-call predicate,
-// over config variables. Throws InputError (one line, file first) for input that
-// is not Python or holds no such class.
+// Takes: the given Python files (the gate module, helper modules, op wrappers,
+// plugins) and the target's PythonGateSpec. The gate file is the first that
+// defines a class named in the spec; imports between the given files are
+// followed (a file answers to every suffix of its path as a dotted module
+// name). Returns: the Gate of that class: the constructor's admission condition
+// (paths reaching the enabling statement) and the per-call predicate, over
+// config variables, with helpers of any given file inlined and monkeypatched
+// probes applied; plus the trace facts: the native calls the gate class makes
+// (arguments with values and origins) and the op wrappers of every file.
+// Throws InputError (one line, file first) for input that is not Python or
+// where no file holds such a class.
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "model/Model.h"
 #include "target/Target.h"
@@ -24,6 +31,9 @@ struct Limits {
   std::size_t max_bytes = 8u << 20;
 };
 
+model::Gate extractGate(const std::vector<SourceFile>& files, const target::PythonGateSpec& spec,
+                        const Limits& limits = {});
+// One file: the same as a list of one.
 model::Gate extractGate(const SourceFile& file, const target::PythonGateSpec& spec,
                         const Limits& limits = {});
 
