@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
 # README command 2: install, build, and run the whole test suite with CTest.
+# The tests are built with clang-19 under AddressSanitizer and
+# UndefinedBehaviorSanitizer (in build-test/, apart from the demo's build/),
+# together with the libFuzzer targets that .ci/run exercises.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-"$here/scripts/build.sh" "$@"
-ctest --test-dir "${BUILD_DIR:-$here/build}" --output-on-failure -j"${JOBS:-$(nproc)}"
+export BUILD_DIR=${BUILD_DIR:-$here/build-test}
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+CC=clang-19 CXX=clang++-19 "$here/scripts/build.sh" -DLAYERGATE_SANITIZE=ON -DLAYERGATE_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@"
+ctest --test-dir "$BUILD_DIR" --output-on-failure -j"${JOBS:-$(nproc)}"

@@ -334,8 +334,14 @@ TEST_F(Tree, VllmLayoutsAreToldApartByTheirOpsFile) {
     ASSERT_EQ(s.results.size(), 1u) << c.target;
     EXPECT_EQ(s.units[0].target, c.target);
     EXPECT_EQ(s.units[0].python_files, std::vector<std::string>{kVllmPy});
-    EXPECT_EQ(s.units[0].cpp_files, std::vector<std::string>{kVllmCuh});
-    EXPECT_TRUE(s.results[0].findings.empty()) << c.target;  // upstream vLLM is consistent
+    // The layout's .cu (the op entry) joins the dispatch header as part of
+    // the flag's chain.
+    std::vector<std::string> cpp{kVllmCuh};
+    if (!c.ops.empty()) cpp.push_back(c.ops);
+    EXPECT_EQ(s.units[0].cpp_files, cpp);
+    // Upstream vLLM is consistent: no LG001/LG002. (The tree has no bindings
+    // file, so the trace may stop with an LG006 warning.)
+    for (const auto& f : s.results[0].findings) EXPECT_NE(f.severity, model::Severity::Error) << c.target << ": " << f.message;
   }
 }
 

@@ -48,7 +48,14 @@ class ForcedFlagCheck : public Check {
     std::string when = ff->unconditional ? "always" : "when " + solve::describeEnv(ff->config.env);
     std::string kernels;
     for (const auto& k : ff->kernels) kernels += (kernels.empty() ? "" : ", ") + k;
-    f.message = "the NVLink flag passed to C++ (`" + ctx.flag->value_text + "`) is true " + when +
+    // How it is forced: the monkeypatch / override hops, with their source.
+    std::string how;
+    for (const auto& h : ctx.flag->hops)
+      if (h.hop == "monkeypatch" || h.hop == "env override")
+        how += (how.empty() ? " (" : "; ") + h.hop + " at " + h.where.file + ":" + std::to_string(h.where.line) +
+               (h.where.note.empty() ? "" : ": " + h.where.note);
+    if (!how.empty()) how += ")";
+    f.message = "the NVLink flag passed to C++ (`" + ctx.flag->value_text + "`)" + how + " is true " + when +
                 " even on GPUs without full NVLink (e.g. world size " + std::to_string(ff->config.world_size.value_or(0)) +
                 "): the NVLink-tuned branches" + (kernels.empty() ? "" : " (" + kernels + ")") + " then run over PCIe";
     model::Location at = ctx.flag->value_at;

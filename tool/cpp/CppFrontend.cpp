@@ -348,6 +348,7 @@ class TraceCollector {
       model::CppParam cp;
       cp.type = paramType(p);
       cp.name = p->getNameAsString();
+      cp.where = loc(p->getLocation(), false, "parameter", cp.name);
       if (p->hasDefaultArg()) {
         cp.has_default = true;
         SourceRange r = p->getDefaultArgRange();
@@ -460,6 +461,7 @@ class TraceCollector {
     for (const Expr* a : args) {
       c.arg_texts.push_back(text(a));
       c.arg_param.push_back(paramIndex(a, fd, re));
+      c.arg_locs.push_back(loc(a->getBeginLoc(), false, "argument", c.arg_texts.back()));
     }
     c.where = loc(where, false, "construction", cls);
     out.push_back(std::move(c));
@@ -723,6 +725,19 @@ class TraceCollector {
     } else if (lit.find('(') != std::string::npos) {
       b.kind = "torch-schema";
       b.schema_params = schemaParams(lit);
+      // Locate each parameter inside the (possibly multi-line, concatenated)
+      // string literal, so that the trace points at the line that names it.
+      if (auto* sl = dyn_cast_or_null<StringLiteral>(stripValue(args[0])); sl && sl->isOrdinary()) {
+        std::size_t from = lit.find('(');
+        for (auto& p : b.schema_params) {
+          if (p.name.empty() || from == std::string::npos) continue;
+          std::size_t at = lit.find(p.name, from);
+          if (at == std::string::npos) continue;
+          from = at + p.name.size();
+          p.where = loc(sl->getLocationOfByte(static_cast<unsigned>(at), sm_, ctx_.getLangOpts(), ctx_.getTargetInfo()),
+                        false, "schema-parameter", p.name);
+        }
+      }
     } else if (!b.function.empty()) {
       b.kind = "pybind11";
     } else {

@@ -24,17 +24,6 @@ int requiredParams(const std::vector<model::CppParam>& ps) {
   return n;
 }
 
-// The Python call that reaches C++ op `op`: directly (ops.init_custom_ar) or
-// through a wrapper in the given files. Returns the call, the wrapper (or
-// null) and the position in the gate's call that feeds C++ position `k`.
-struct PyCallSite {
-  const model::NativeCall* call = nullptr;
-  const model::Forwarder* wrapper = nullptr;
-  int position = -1;        // in call->args' positional numbering
-  std::string keyword;      // when the wrapper's parameter is passed by keyword
-  int expected_args = -1;   // how many arguments the callee takes
-};
-
 const model::CallArg* argAt(const model::NativeCall& c, int position, const std::string& keyword) {
   for (const auto& a : c.args)
     if (a.position == position && position >= 0) return &a;
@@ -63,12 +52,22 @@ FlagLink traceFlag(const model::Gate& gate, const model::Dispatch& d) {
   }
   if (L.member.empty()) return L;  // the dispatch does not branch on the flag
 
-  std::vector<Hop> cpp_hops;  // built from the C++ end backwards, reversed at the end
-  auto finish = [&](std::vector<Hop> py_hops) {
-    L.hops = std::move(py_hops);
-    std::reverse(cpp_hops.begin(), cpp_hops.end());
-    L.hops.insert(L.hops.end(), cpp_hops.begin(), cpp_hops.end());
-    L.hops.insert(L.hops.end(), branch_hops.begin(), branch_hops.end());
+  // Hops are collected from the C++ end backwards and reversed at the end.
+  // `cpp_hops` end at the C++ parameter; `py_side` are the hops from the
+  // gate's call onwards (call argument, wrapper) that precede them.
+  std::vector<Hop> cpp_hops, py_side;
+  bool reached_branch = true;  // the C++ part connects to the branch conditions
+  bool cpp_connected = true;   // the binding ties the Python call to the C++ entry
+  bool dropped = false;        // the entry does not pass the flag on (a default applies)
+  auto finish = [&](std::vector<Hop> origin) {
+    L.hops = std::move(origin);
+    std::reverse(py_side.begin(), py_side.end());
+    L.hops.insert(L.hops.end(), py_side.begin(), py_side.end());
+    if (cpp_connected) {
+      std::reverse(cpp_hops.begin(), cpp_hops.end());
+      L.hops.insert(L.hops.end(), cpp_hops.begin(), cpp_hops.end());
+    }
+    if (cpp_connected && reached_branch) L.hops.insert(L.hops.end(), branch_hops.begin(), branch_hops.end());
     return L;
   };
   auto lastHop = [&]() -> std::string {
@@ -78,6 +77,7 @@ FlagLink traceFlag(const model::Gate& gate, const model::Dispatch& d) {
   auto brk = [&](const std::string& why, std::vector<Location> locs = {}) {
     L.problems.push_back({"LG006", "flag trace stops after the " + lastHop() + ": " + why, std::move(locs)});
   };
+  auto at = [](const Location& specific, const Location& fallback) { return specific.valid() ? specific : fallback; };
 
   // 2. The constructor parameter that sets the member.
   const model::CtorInfo* ctor = nullptr;
@@ -114,25 +114,49 @@ FlagLink traceFlag(const model::Gate& gate, const model::Dispatch& d) {
   if (!cons) {
     brk("no C++ function in the given files constructs " + d.class_name +
         " (give the .cu that defines the op entry, e.g. init_custom_ar)");
+    // Without the entry the position is unknown; follow the name instead: a
+    // bool the gate passes to a native op under the constructor parameter's
+    // name (self.full_nvlink for full_nvlink) is taken as the value C++ gets.
+    auto endsWith = [](const std::string& t, const std::string& n) {
+      return t.size() >= n.size() && t.compare(t.size() - n.size(), n.size(), n) == 0 &&
+             (t.size() == n.size() || t[t.size() - n.size() - 1] == '.');
+    };
+    for (const auto& c : gate.native_calls)
+      for (const auto& a : c.args)
+        if (!L.value && a.value && a.value->sort == model::Sort::Bool && !ctor_param.name.empty() &&
+            (endsWith(a.text, ctor_param.name) || a.keyword == ctor_param.name)) {
+          L.value = a.value;
+          L.value_at = a.where;
+          L.value_text = a.text;
+          py_side.push_back({"call argument " + ordinal(a.position), at(a.where, c.where)});
+          return finish(a.origin);
+        }
     return finish({});
   }
+  auto consArgAt = [&](int i) {
+    return i < static_cast<int>(cons->arg_locs.size()) ? at(cons->arg_locs[static_cast<size_t>(i)], cons->where) : cons->where;
+  };
   if (static_cast<int>(cons->arg_texts.size()) <= j) {
     std::string def = ctor_param.has_default ? "the constructor default `" + ctor_param.default_text + "` applies" : "it is left unset";
     L.problems.push_back({"LG005", entry->name + " constructs " + d.class_name + " with " + std::to_string(cons->arg_texts.size()) +
                                        " arguments, so parameter " + ordinal(j) + " `" + ctor_param.name + "` is not passed and " + def +
                                        ": the Python flag never reaches " + L.member,
                           {cons->where, ctor->where}});
-    cpp_hops.push_back({"constructor argument", cons->where});
-    return finish({});
+    // The flag still travels from Python to the entry's parameter, unused:
+    // trace that part (below) but not past the entry.
+    reached_branch = false;
+    dropped = true;
+    cpp_hops.clear();  // the member is not reached from here
+  } else {
+    cpp_hops.push_back({"constructor argument", consArgAt(j)});
   }
-  cpp_hops.push_back({"constructor argument", cons->where});
-  const int k = cons->arg_param.at(static_cast<size_t>(j));
-  if (k < 0) {
+  int k = reached_branch ? cons->arg_param.at(static_cast<size_t>(j)) : -1;
+  if (reached_branch && k < 0) {
     const std::string& t = cons->arg_texts.at(static_cast<size_t>(j));
     if (t == "true" || t == "false") {
       // Forced in C++ itself: the value is a constant whatever Python probed.
       L.value = model::BoolC(t == "true");
-      L.value_at = cons->where;
+      L.value_at = consArgAt(j);
       L.value_text = t;
       L.complete = true;
       return finish({});
@@ -140,8 +164,12 @@ FlagLink traceFlag(const model::Gate& gate, const model::Dispatch& d) {
     brk(entry->name + " passes `" + t + "` as " + d.class_name + "'s `" + ctor_param.name + "`, not one of its own parameters", {cons->where});
     return finish({});
   }
-  const model::CppParam& entry_param = entry->params.at(static_cast<size_t>(k));
-  cpp_hops.push_back({"C++ parameter", entry->where});
+  if (!reached_branch) {
+    // Not passed on: follow the entry's parameter of the same name, if any.
+    for (size_t i = 0; i < entry->params.size(); ++i)
+      if (entry->params[i].name == ctor_param.name) k = static_cast<int>(i);
+    if (k < 0) return finish({});
+  }
 
   // 4. The op bound to the entry function (schema and impl / pybind11).
   std::string op;
@@ -151,10 +179,21 @@ FlagLink traceFlag(const model::Gate& gate, const model::Dispatch& d) {
     if (!b.function.empty() && b.function == entry->name && !impl) impl = &b, op = b.op;
   for (const auto& b : d.bindings)
     if (b.kind == "torch-schema" && b.op == (op.empty() ? entry->name : op) && !schema) schema = &b;
-  if (impl) cpp_hops.push_back({"binding", impl->where});
+  bool bound = impl || schema;
+  if (!bound) op = entry->name;
+  // Hops from the binding to the C++ parameter for argument position q.
+  auto bindingHops = [&](int q, std::vector<Hop>& out) {
+    out.push_back({"C++ parameter", at(entry->params.at(static_cast<size_t>(q)).where, entry->where)});
+    if (impl) out.push_back({"binding", impl->where});
+    if (schema) {
+      Location w = schema->where;
+      if (q < static_cast<int>(schema->schema_params.size())) w = at(schema->schema_params[static_cast<size_t>(q)].where, w);
+      out.push_back({"schema argument", w});
+    }
+  };
+  const model::CppParam& entry_param = entry->params.at(static_cast<size_t>(k));
+  if (bound) bindingHops(k, cpp_hops);
   if (schema) {
-    cpp_hops.push_back({"schema argument", schema->where});
-    if (op.empty()) op = schema->op;
     if (schema->schema_params.size() != entry->params.size())
       L.problems.push_back({"LG005", "the op schema of " + op + " has " + std::to_string(schema->schema_params.size()) +
                                          " arguments but the C++ function " + entry->name + " has " + std::to_string(entry->params.size()),
@@ -165,81 +204,129 @@ FlagLink traceFlag(const model::Gate& gate, const model::Dispatch& d) {
                                          "`, but " + entry->name + " takes the flag `" + entry_param.name + "` there",
                             {schema->where, entry->where}});
   }
-  bool bound = impl || schema;
-  if (!bound) {
-    brk("no op registration (torch library m.def/m.impl or pybind11 m.def) of " + entry->name +
-        " in the given files (give the bindings file); matching the Python call by the name " + entry->name);
-    op = entry->name;
-  }
 
-  // 5. The Python call of that op, directly or through a wrapper.
-  PyCallSite site;
-  for (const auto& c : gate.native_calls)
-    if (c.name == op && !site.call) site = {&c, nullptr, k, schema ? schema->schema_params[static_cast<size_t>(k)].name : "", static_cast<int>(entry->params.size())};
-  if (!site.call) {
+  // 5. The Python call of that op: through a wrapper in the given files
+  // (sgl_kernel/allreduce.py, vllm/_custom_ops.py) or directly.
+  const model::Forwarder* wrapper = nullptr;
+  int wp = -1;  // the wrapper's parameter feeding argument k
+  auto feeds = [&](const model::Forwarder& f, int pos) {
+    for (size_t i = 0; i < f.call.args.size(); ++i)
+      if (f.call.args[i].position == pos && i < f.arg_param.size()) return f.arg_param[i];
+    return -1;
+  };
+  // Prefer a wrapper whose call has the entry's arity (a platform's other
+  // definition of the same wrapper may call another op shape).
+  for (int pass = 0; pass < 2 && !wrapper; ++pass)
     for (const auto& f : gate.forwarders) {
-      if (f.call.name != op || site.call) continue;
-      // Which wrapper parameter feeds inner argument k?
-      int p = -1;
-      for (size_t i = 0; i < f.call.args.size(); ++i)
-        if (f.call.args[i].position == k && i < f.arg_param.size()) p = f.arg_param[i];
+      if (wrapper || f.call.name != op) continue;
+      if (pass == 0 && f.call.args.size() != entry->params.size()) continue;
       for (const auto& c : gate.native_calls)
-        if (c.name == f.name && !site.call) {
-          site = {&c, &f, p, p >= 0 && p < static_cast<int>(f.params.size()) ? f.params[static_cast<size_t>(p)] : "",
-                  static_cast<int>(f.params.size())};
-        }
-      if (site.call && p < 0) {
-        brk("the wrapper " + f.name + " does not pass one of its parameters as argument " + ordinal(k) + " of " + op, {f.where});
-        return finish({});
-      }
+        if (c.name == f.name) wrapper = &f;
     }
+  const model::NativeCall* call = nullptr;
+  int position = k;
+  std::string keyword = schema && k < static_cast<int>(schema->schema_params.size()) ? schema->schema_params[static_cast<size_t>(k)].name : entry_param.name;
+  int takes = static_cast<int>(entry->params.size());
+  if (wrapper) {
+    wp = feeds(*wrapper, k);
+    if (wp < 0) {
+      brk("the wrapper " + wrapper->name + " does not pass one of its parameters as argument " + ordinal(k) + " of " + op, {wrapper->where});
+      return finish({});
+    }
+    for (const auto& c : gate.native_calls)
+      if (c.name == wrapper->name && !call) call = &c;
+    position = wp;
+    keyword = wp < static_cast<int>(wrapper->params.size()) ? wrapper->params[static_cast<size_t>(wp)] : keyword;
+    takes = static_cast<int>(wrapper->params.size());
+  } else {
+    for (const auto& c : gate.native_calls)
+      if (c.name == op && !call) call = &c;
   }
-  if (!site.call) {
+  if (!call) {
     brk("the gate class never calls " + op + " (or a wrapper of it) in the given Python files" +
             (gate.forwarders.empty() ? " (give the op wrapper module if it calls one)" : ""));
     return finish({});
   }
-  if (site.wrapper) cpp_hops.push_back({"wrapper parameter", site.wrapper->where});
-
-  const model::NativeCall& call = *site.call;
-  const model::CallArg* arg = argAt(call, site.position, site.keyword);
-  int given = positionalCount(call);
-  int takes = site.expected_args;
-  int required = site.wrapper ? takes : requiredParams(entry->params);
-  if (static_cast<int>(call.args.size()) < required || given > takes) {
-    L.problems.push_back({"LG005", "the gate calls " + call.callee + " with " + std::to_string(call.args.size()) + " arguments, but " +
-                                       (site.wrapper ? "the wrapper " + site.wrapper->name : "the C++ function " + entry->name) +
-                                       " takes " + std::to_string(takes),
-                          {call.where, site.wrapper ? site.wrapper->where : entry->where}});
+  if (!bound) {
+    // Python reaches a function of that name, but no registration in the
+    // given files says it is this C++ function: the chain breaks here.
+    cpp_connected = false;
+    L.problems.push_back({"LG006", "flag trace stops at the " + std::string(wrapper ? "wrapper parameter" : "call argument") +
+                                       ": no op registration (torch library m.def/m.impl or pybind11 m.def) of " + op +
+                                       " in the given files (give the bindings file)",
+                          {wrapper ? wrapper->where : call->where}});
   }
+  int required = wrapper ? takes : requiredParams(entry->params);
+  int given = positionalCount(*call);
+  if (static_cast<int>(call->args.size()) < required || given > takes)
+    L.problems.push_back({"LG005", "the gate calls " + call->callee + " with " + std::to_string(call->args.size()) + " arguments, but " +
+                                       (wrapper ? "the wrapper " + wrapper->name : "the C++ function " + entry->name) + " takes " +
+                                       std::to_string(takes),
+                          {call->where, wrapper ? wrapper->where : entry->where}});
+  const model::CallArg* arg = argAt(*call, position, keyword);
   if (!arg) {
-    L.problems.push_back({"LG005", "the gate's call of " + call.callee + " passes no argument " + ordinal(site.position) +
+    L.problems.push_back({"LG005", "the gate's call of " + call->callee + " passes no argument " + ordinal(position) +
                                        " for the flag `" + entry_param.name + "`" +
                                        (entry_param.has_default ? ": the C++ default `" + entry_param.default_text + "` applies" : ""),
-                          {call.where}});
+                          {call->where}});
     return finish({});
   }
-  cpp_hops.push_back({"call argument " + ordinal(site.position), arg->where.valid() ? arg->where : call.where});
+  auto pyHops = [&](const model::CallArg& a, int pos, int wparam) {
+    if (wrapper && wparam >= 0)
+      py_side.push_back({"wrapper parameter", wparam < static_cast<int>(wrapper->param_locs.size())
+                                                  ? at(wrapper->param_locs[static_cast<size_t>(wparam)], wrapper->where)
+                                                  : wrapper->where});
+    py_side.push_back({"call argument " + ordinal(pos), at(a.where, call->where)});
+  };
   L.value_at = arg->where;
   L.value_text = arg->text;
 
-  bool is_bool = arg->value && arg->value->sort == model::Sort::Bool;
-  if (!is_bool) {
-    // The flag's slot gets something else; where did the flag go?
-    std::string went;
-    for (const auto& a : call.args)
-      if (&a != arg && mentions(a.value, model::kFullNvlink))
-        went = "; the NVLink flag `" + a.text + "` goes into argument " + ordinal(a.position) +
-               (a.position >= 0 && a.position < static_cast<int>(entry->params.size()) && !site.wrapper
-                    ? " (`" + entry->params[static_cast<size_t>(a.position)].name + "`)"
-                    : "");
-    L.problems.push_back({"LG005", "argument " + ordinal(site.position) + " of " + call.callee + " is `" + arg->text +
-                                       "`, but C++ takes the flag `" + entry_param.name + "` there" + went,
-                          {arg->where, entry->where}});
+  if (!arg->value) {
+    // A value the frontend could not type (an opaque call, a parameter of
+    // the gate's constructor): no mismatch can be shown; C++ keeps the probe.
+    pyHops(*arg, position, wp);
+    L.complete = bound && reached_branch;
     return finish(arg->origin);
   }
-  L.value = arg->value;
-  L.complete = bound;
+  bool is_bool = arg->value->sort == model::Sort::Bool;
+  if (!is_bool) {
+    // The flag's slot gets something else: follow the flag itself to where
+    // it lands, and stop there.
+    const model::CallArg* flag = nullptr;
+    for (const auto& a : call->args)
+      if (&a != arg && mentions(a.value, model::kFullNvlink) && !flag) flag = &a;
+    std::string went;
+    std::vector<Hop> fwd;
+    if (flag && flag->position >= 0) {
+      int q = flag->position;
+      int inner = q;
+      if (wrapper) {
+        inner = -1;
+        for (size_t i = 0; i < wrapper->call.args.size() && i < wrapper->arg_param.size(); ++i)
+          if (wrapper->arg_param[i] == q) inner = wrapper->call.args[i].position;
+      }
+      if (inner >= 0 && inner < static_cast<int>(entry->params.size())) {
+        went = "; the NVLink flag `" + flag->text + "` goes into `" + entry->params[static_cast<size_t>(inner)].name + "` (argument " +
+               ordinal(inner) + " of " + entry->name + ")";
+        bindingHops(inner, fwd);
+      }
+      cpp_hops = fwd;  // the trace ends at the parameter the flag lands in
+      branch_hops.clear();
+      pyHops(*flag, q, q);
+      L.problems.push_back({"LG005", "argument " + ordinal(position) + " of " + call->callee + " is `" + arg->text +
+                                         "`, but C++ takes the flag `" + entry_param.name + "` there" + went,
+                            {arg->where, entry->where}});
+      return finish(flag->origin);
+    }
+    L.problems.push_back({"LG005", "argument " + ordinal(position) + " of " + call->callee + " is `" + arg->text +
+                                       "`, but C++ takes the flag `" + entry_param.name + "` there",
+                          {arg->where, entry->where}});
+    pyHops(*arg, position, wp);
+    return finish(arg->origin);
+  }
+  pyHops(*arg, position, wp);
+  if (!dropped) L.value = arg->value;
+  L.complete = bound && reached_branch;
   return finish(arg->origin);
 }
 

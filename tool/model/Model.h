@@ -61,6 +61,7 @@ struct NativeCall {
 struct Forwarder {
   std::string name;                 // the def's name
   std::vector<std::string> params;  // its parameter names, in order
+  std::vector<Location> param_locs; // where each parameter is written
   NativeCall call;                  // the call it makes (args' text are expressions over params)
   std::vector<int> arg_param;       // per call.args[i]: index into params it passes through, or -1
   Location where;
@@ -71,6 +72,7 @@ struct CppParam {
   std::string name;
   bool has_default = false;
   std::string default_text;
+  Location where;            // the parameter's name (in a schema: inside the string)
 };
 
 // An op registration: a torch library schema (m.def("name(schema)")),
@@ -88,6 +90,7 @@ struct Construction {
   std::string class_name;
   std::vector<std::string> arg_texts;
   std::vector<int> arg_param;          // per argument: index of the enclosing function's parameter it is, or -1
+  std::vector<Location> arg_locs;      // per argument: where it is written
   Location where;
 };
 

@@ -187,6 +187,7 @@ struct Ctx {
 
 struct Param {
   std::string name;
+  TSNode node{};  // the parameter as written (for locations)
   TSNode def{};
   bool has_default = false;
   bool star = false, kwstar = false, kw_only = false;
@@ -1497,6 +1498,7 @@ class Walker {
     for (TSNode k : named(params)) {
       Param p;
       p.kw_only = kw_only;
+      p.node = k;
       if (is(k, "identifier")) p.name = text(k);
       else if (is(k, "typed_parameter")) {
         TSNode id = firstNamed(k);
@@ -2183,7 +2185,10 @@ class Walker {
       }
       if (best.call.callee.empty()) continue;
       best.name = text(field(fi.node, "name"));
-      for (const auto& p : params) best.params.push_back(p.name);
+      for (const auto& p : params) {
+        best.params.push_back(p.name);
+        best.param_locs.push_back(loc(p.node, "wrapper parameter"));
+      }
       best.where = loc(fi.node, "wrapper");
       best.where.note = "def " + best.name;
       if (splat_note)

@@ -393,8 +393,12 @@ HarnessSpec planHarness(const model::Dispatch& d, const std::string& header_path
     for (const auto& mi : ctor->inits) {
       auto it = member_config.find(mi.member);
       if (it != member_config.end() && mi.param >= 0) param_config[mi.param] = it->second;
+      // A member named like the rank and set from an integer parameter (not
+      // rank_data_ set from a pointer through a cast).
       if (mi.param >= 0 && mi.member.find("rank") != std::string::npos && mi.member.find("world") == std::string::npos &&
-          !param_config.count(mi.param))
+          mi.member.find("data") == std::string::npos &&
+          static_cast<size_t>(mi.param) < ctor->params.size() && isIntegral(ctor->params[static_cast<size_t>(mi.param)].type) &&
+          stars(ctor->params[static_cast<size_t>(mi.param)].type) == 0 && !param_config.count(mi.param))
         param_config[mi.param] = "rank";
     }
   } else {

@@ -598,6 +598,10 @@ std::optional<ForcedFlag> Solver::findForcedFlag() {
     Impl::Query fq(I);
     fq.s.add(q);
     if (!I.sat(fq.s, any, "forced flag")) return std::nullopt;
+    // Prefer an example with more than two GPUs, where the NVLink-only
+    // branches differ from the two-GPU one.
+    fq.s.add(I.ws > 2);
+    if (I.sat(fq.s, any, "forced flag")) q = q && I.ws > 2;
   }
   ForcedFlag f;
   z3::model m(I.ctx);
