@@ -210,3 +210,12 @@ TEST_F(BadInput, UnreadableFileIsRejected) {
   chmod(p.c_str(), 0);
   expectRejected(check(p, put("d.cuh", dispatchCuh())), "secret.py", "unreadable");
 }
+
+TEST_F(BadInput, EveryLimitHasAFlagAndSaysWhenItIsHit) {
+  auto py = put("g.py", gatePy());
+  auto cc = put("d.cuh", dispatchCuh());
+  expectRejected(check(py, cc, "--max-paths 2"), "paths", "--max-paths");
+  expectRejected(check(py, cc, "--max-depth 8"), "deeper than 8", "--max-depth");
+  // Out-of-range limits are usage errors.
+  expectRejected(check(py, cc, "--max-depth 100000"), "--max-depth", "--max-depth range");
+}

@@ -56,12 +56,15 @@ report::Result analyse(const Request& req) {
   // class); the others are its helper modules, op wrappers and plugins.
   python::Limits limits;
   limits.max_bytes = req.max_file_bytes;
+  limits.max_depth = req.max_depth;
   std::vector<python::SourceFile> sources;
   for (const auto& path : req.python_files) sources.push_back({path, readSource(path, req.max_file_bytes)});
   r.gate = python::extractGate(sources, tgt.python, limits);
 
   for (const auto& path : req.cpp_files) readSource(path, req.max_file_bytes);  // existence, size
-  r.dispatch = cpp::extractDispatch(req.cpp_files, tgt.cpp, req.cpp);
+  cpp::ParseOptions cpp_options = req.cpp;
+  cpp_options.max_depth = req.max_depth;
+  r.dispatch = cpp::extractDispatch(req.cpp_files, tgt.cpp, cpp_options);
 
   // Follow the flag across the boundary; the C++ side of the flag is then
   // the value Python passes, not the hardware probe.

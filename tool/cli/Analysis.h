@@ -22,6 +22,7 @@ struct Request {
   cpp::ParseOptions cpp;
   solve::Options solve;
   std::size_t max_file_bytes = 8u << 20;
+  int max_depth = 200;  // nesting, both frontends
 };
 
 target::Target selectTarget(const std::string& rules_dir, const std::string& name);

@@ -166,6 +166,12 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
   check->add_option("--max-file-bytes", ca.req.max_file_bytes, "Refuse input files larger than this")->capture_default_str();
+  check->add_option("--max-depth", ca.req.max_depth, "Refuse code nested deeper than this (both languages)")
+      ->check(CLI::Range(8, 500))
+      ->capture_default_str();
+  check->add_option("--max-paths", ca.req.cpp.max_paths, "Refuse a dispatch with more paths than this")
+      ->check(CLI::Range(1, 10000000))
+      ->capture_default_str();
   check->add_flag("--cuda-sdk", ca.req.cpp.real_cuda_sdk, "Parse with the real CUDA SDK headers instead of the bundled stubs");
   check->add_option("--cuda-path", ca.req.cpp.cuda_path, "CUDA SDK location for --cuda-sdk")->capture_default_str();
   check->add_option("-I", ca.req.cpp.include_dirs, "Extra include directory for the C++ files")->type_name("DIR")->allow_extra_args(false);

@@ -889,6 +889,7 @@ class Consumer : public SemaConsumer {
       std::string stubs = normalized(job_.stub_dir);
       detail::WalkOptions wo;
       wo.max_depth = job_.options->max_depth;
+      wo.max_paths = job_.options->max_paths;
       wo.file_name = [&sm, given](const SourceLocation& l) -> std::string {
         FileID id = sm.getFileID(l);
         OptionalFileEntryRef fe = sm.getFileEntryRefForID(id);

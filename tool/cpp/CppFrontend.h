@@ -20,7 +20,8 @@ struct ParseOptions {
   std::string cuda_path = "/usr/local/cuda";
   std::vector<std::string> include_dirs;  // extra -I
   std::vector<std::string> extra_args;    // passed to clang as is
-  int max_depth = 200;
+  int max_depth = 200;                    // statement/expression nesting in the dispatch
+  std::size_t max_paths = 20000;          // paths through the dispatch
 };
 
 model::Dispatch extractDispatch(const std::vector<std::string>& files,
