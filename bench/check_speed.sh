@@ -48,7 +48,8 @@ for f in "${fixtures[@]}"; do
       -Wno-unknown-cuda-version -D__restrict__= -fno-delayed-template-parsing -I "$shim" "$cuh")
     sdk_ratio=$(awk -v a="$lg_ms" -v b="$sdk_ms" 'BEGIN {printf "%.2f", a / b}')
   fi
-  peak=$( { /usr/bin/time -f '%M' "$lg" check --python "$py" --cpp "$cuh" >/dev/null 2>/dev/null; } 2>&1 | tail -1 || true)
+  /usr/bin/time -f '%M' -o "$shim.peak" "$lg" check --python "$py" --cpp "$cuh" >/dev/null 2>&1 || true
+  peak=$(tail -1 "$shim.peak"); rm -f "$shim.peak"
   ratio=$(awk -v a="$lg_ms" -v b="$stub_ms" 'BEGIN {printf "%.2f", a / b}')
   printf '%-18s %12s %14s %8s %14s %8s %10s\n' "$f" "$lg_ms" "$stub_ms" "$ratio" "$sdk_ms" "$sdk_ratio" "$(awk -v k="$peak" 'BEGIN {printf "%.0f", k / 1024}')"
   rm -rf "$shim"
