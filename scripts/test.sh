@@ -10,5 +10,9 @@ export BUILD_DIR=${BUILD_DIR:-$here/build-test}
 # its own (deep ASTs), whose alternate signal stack ASan fails to unmap at exit.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:use_sigaltstack=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-CC=clang-19 CXX=clang++-19 "$here/scripts/build.sh" -DLAYERGATE_SANITIZE=ON -DLAYERGATE_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@"
+# -O1 with line tables only: what ASan recommends, and much faster to compile
+# than -O2 -g against the LLVM headers on a 2-core machine.
+CC=clang-19 CXX=clang++-19 "$here/scripts/build.sh" -DLAYERGATE_SANITIZE=ON -DLAYERGATE_FUZZ=ON \
+  -DCMAKE_BUILD_TYPE=Sanitize -DCMAKE_C_FLAGS_SANITIZE="-O1 -gline-tables-only" \
+  -DCMAKE_CXX_FLAGS_SANITIZE="-O1 -gline-tables-only" "$@"
 ctest --test-dir "$BUILD_DIR" --output-on-failure -j"${JOBS:-$(nproc)}"
