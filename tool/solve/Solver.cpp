@@ -485,6 +485,18 @@ const std::vector<CellVerdict>& Solver::matrix() {
       }
       for (size_t i = 0; i < dispatch_.leaves.size(); ++i) {
         const auto& leaf = dispatch_.leaves[i];
+        if (!configDependent(leaf)) {
+          // Reached through the dispatch's own preconditions only: the same in
+          // every cell and for every size, so no query is needed.
+          DispatchPart p;
+          p.kind = leaf.kind;
+          p.kernel = leaf.kind == LeafKind::Launch ? leaf.kernel : leaf.text;
+          p.sizes = SizeRange{1, kMaxBytes};
+          p.where = leaf.spelling;
+          p.precondition = leaf.kind != LeafKind::Launch;
+          v.dispatch.push_back(std::move(p));
+          continue;
+        }
         z3::expr f = I.leaf_conds[i] && I.cellExpr(c);
         bool reach;
         {
@@ -498,7 +510,6 @@ const std::vector<CellVerdict>& Solver::matrix() {
         p.kernel = leaf.kind == LeafKind::Launch ? leaf.kernel : leaf.text;
         p.sizes = I.sizeRange(f, c);
         p.where = leaf.spelling;
-        p.precondition = !configDependent(leaf);
         v.dispatch.push_back(std::move(p));
       }
       // Leaves reachable only through opaque preconditions (buffer not

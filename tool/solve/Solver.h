@@ -54,7 +54,7 @@ struct DispatchPart {
   std::string kernel;  // Launch: kernel; Throw: message; None: why
   SizeRange sizes;
   model::Location where;
-  bool precondition = false;  // reached only through the dispatch's own opaque preconditions
+  bool precondition = false;  // a throw/fall-through reached only through the dispatch's own opaque preconditions
 };
 
 enum class GapKind { NoKernel, Throws };
