@@ -1,0 +1,157 @@
+// Unit tests of the flag linker on hand-built trace facts (no parsing): the
+// whole chain, a swapped call, a missing entry function (name fallback), a
+// constructor default, and a missing binding.
+#include <gtest/gtest.h>
+
+#include "link/Link.h"
+
+using namespace layergate;
+using namespace layergate::model;
+
+namespace {
+
+Location at(const char* f, int line) { return Location{f, line, 1, "", ""}; }
+CppParam param(const char* type, const char* name, int line, bool def = false) {
+  CppParam p;
+  p.type = type;
+  p.name = name;
+  p.where = at("e.cu", line);
+  p.has_default = def;
+  p.default_text = def ? "true" : "";
+  return p;
+}
+
+struct Facts {
+  Gate gate;
+  Dispatch d;
+};
+
+// gate: ops.init_custom_ar(meta, rank_data, rank, self.full_nvlink) through a
+// wrapper; C++: schema + impl, entry(ipc, rank_data, rank, full_nvlink),
+// new C(..., rank, ws, full_nvlink) -> full_nvlink_(full_nvlink), one branch.
+Facts chain() {
+  Facts f;
+  f.d.class_name = "CustomAllreduce";
+  f.d.member_uses.push_back({"full_nvlink_", kFullNvlink, at("d.cuh", 177)});
+  CtorInfo c;
+  c.class_name = "CustomAllreduce";
+  c.params = {param("int", "rank", 110), param("int", "world_size", 110), param("bool", "full_nvlink", 110, true)};
+  c.inits.push_back({"full_nvlink_", 2, "full_nvlink", at("d.cuh", 121)});
+  f.d.ctors.push_back(c);
+  CppEntry e;
+  e.name = "init_custom_ar";
+  e.params = {param("fptr_t", "ipc", 19), param("Tensor&", "rank_data", 19), param("int64_t", "rank", 19),
+              param("bool", "full_nvlink", 20)};
+  e.where = at("e.cu", 19);
+  Construction k;
+  k.class_name = "CustomAllreduce";
+  k.arg_texts = {"rank", "world_size", "full_nvlink"};
+  k.arg_param = {2, -1, 3};
+  k.arg_locs = {at("e.cu", 29), at("e.cu", 29), at("e.cu", 30)};
+  k.where = at("e.cu", 29);
+  e.constructs.push_back(k);
+  f.d.entries.push_back(e);
+  OpBinding schema;
+  schema.op = "init_custom_ar";
+  schema.kind = "torch-schema";
+  schema.schema_params = {param("int[]", "ipc", 17), param("Tensor", "rank_data", 17), param("int", "rank", 17),
+                          param("bool", "full_nvlink", 17)};
+  for (auto& p : schema.schema_params) p.where = at("b.cc", 17);
+  schema.where = at("b.cc", 17);
+  OpBinding impl;
+  impl.op = "init_custom_ar";
+  impl.kind = "torch-impl";
+  impl.function = "init_custom_ar";
+  impl.where = at("b.cc", 18);
+  f.d.bindings = {schema, impl};
+
+  Forwarder w;
+  w.name = "init_custom_ar";
+  w.params = {"ipc", "rank_data", "rank", "full_nvlink"};
+  w.param_locs = {at("w.py", 10), at("w.py", 10), at("w.py", 10), at("w.py", 11)};
+  w.call.name = "init_custom_ar";
+  for (int i = 0; i < 4; ++i) w.call.args.push_back(CallArg{i, "", w.params[i], nullptr, {}, at("w.py", 12)});
+  w.arg_param = {0, 1, 2, 3};
+  w.where = at("w.py", 10);
+  f.gate.forwarders.push_back(w);
+
+  NativeCall call;
+  call.callee = "ops.init_custom_ar";
+  call.name = "init_custom_ar";
+  call.where = at("g.py", 110);
+  call.args = {CallArg{0, "", "meta", nullptr, {}, at("g.py", 110)},
+               CallArg{1, "", "self.rank_data", nullptr, {}, at("g.py", 110)},
+               CallArg{2, "", "rank", Var("rank", Sort::Int, VarKind::Probe), {}, at("g.py", 110)},
+               CallArg{3, "", "self.full_nvlink", Var(kFullNvlink, Sort::Bool), {{"probe", at("g.py", 93)}}, at("g.py", 111)}};
+  f.gate.native_calls.push_back(call);
+  return f;
+}
+
+std::vector<std::string> hops(const link::FlagLink& l) {
+  std::vector<std::string> out;
+  for (const auto& h : l.hops) out.push_back(h.hop + " " + h.where.file + ":" + std::to_string(h.where.line));
+  return out;
+}
+
+}  // namespace
+
+TEST(Link, FollowsTheWholeChainByPositionsAndNames) {
+  Facts f = chain();
+  auto l = link::traceFlag(f.gate, f.d);
+  EXPECT_TRUE(l.complete);
+  EXPECT_TRUE(l.problems.empty());
+  ASSERT_TRUE(l.value);
+  EXPECT_EQ(l.value->s, kFullNvlink);
+  EXPECT_EQ(hops(l), (std::vector<std::string>{"probe g.py:93", "call argument #4 g.py:111", "wrapper parameter w.py:11",
+                                               "schema argument b.cc:17", "binding b.cc:18", "C++ parameter e.cu:20",
+                                               "constructor argument e.cu:30", "member d.cuh:121", "branch condition d.cuh:177"}));
+}
+
+TEST(Link, SwappedArgumentsAreABoundaryMismatchNamingWhereTheFlagWent) {
+  Facts f = chain();
+  std::swap(f.gate.native_calls[0].args[2].position, f.gate.native_calls[0].args[3].position);
+  auto l = link::traceFlag(f.gate, f.d);
+  ASSERT_EQ(l.problems.size(), 1u);
+  EXPECT_EQ(l.problems[0].rule, "LG005");
+  EXPECT_NE(l.problems[0].message.find("`rank`"), std::string::npos) << l.problems[0].message;
+  EXPECT_FALSE(l.value);
+  EXPECT_EQ(hops(l).back(), "C++ parameter e.cu:19");  // the flag lands in `rank`
+}
+
+TEST(Link, WithoutTheEntryTheNameFallbackStillFindsTheValue) {
+  Facts f = chain();
+  f.d.entries.clear();
+  auto l = link::traceFlag(f.gate, f.d);
+  ASSERT_EQ(l.problems.size(), 1u);
+  EXPECT_EQ(l.problems[0].rule, "LG006");
+  ASSERT_TRUE(l.value);  // `self.full_nvlink` matches the constructor parameter's name
+  EXPECT_FALSE(l.complete);
+}
+
+TEST(Link, AFlagLeftToTheConstructorDefaultIsAMismatchAndNotAValue) {
+  Facts f = chain();
+  f.d.entries[0].constructs[0].arg_texts.pop_back();
+  f.d.entries[0].constructs[0].arg_param.pop_back();
+  auto l = link::traceFlag(f.gate, f.d);
+  ASSERT_FALSE(l.problems.empty());
+  EXPECT_EQ(l.problems[0].rule, "LG005");
+  EXPECT_NE(l.problems[0].message.find("default"), std::string::npos);
+  EXPECT_FALSE(l.value);
+}
+
+TEST(Link, AMissingBindingBreaksTheTraceAfterThePythonSide) {
+  Facts f = chain();
+  f.d.bindings.clear();
+  auto l = link::traceFlag(f.gate, f.d);
+  ASSERT_EQ(l.problems.size(), 1u);
+  EXPECT_EQ(l.problems[0].rule, "LG006");
+  EXPECT_EQ(hops(l).back(), "wrapper parameter w.py:11");
+}
+
+TEST(Link, NoMemberUseMeansNothingToTrace) {
+  Facts f = chain();
+  f.d.member_uses.clear();
+  auto l = link::traceFlag(f.gate, f.d);
+  EXPECT_TRUE(l.hops.empty());
+  EXPECT_TRUE(l.problems.empty());
+}
