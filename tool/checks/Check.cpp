@@ -11,6 +11,8 @@ std::unique_ptr<Check> makeDispatchThrowsCheck();
 std::unique_ptr<Check> makeForcedFlagCheck();
 std::unique_ptr<Check> makeBoundaryMismatchCheck();
 std::unique_ptr<Check> makeTraceBreakCheck();
+std::unique_ptr<Check> makePossibleGapCheck();
+std::unique_ptr<Check> makeEnvRejectionCheck();
 
 const std::vector<RuleInfo>& allRules() {
   static const std::vector<RuleInfo> rules = {
@@ -26,6 +28,10 @@ const std::vector<RuleInfo>& allRules() {
        "The flag could not be followed from the Python gate to the C++ branch"},
       {"LG007", "undecided", model::Severity::Warning,
        "The solver could not decide a configuration within its time limit"},
+      {"LG008", "possible-gap", model::Severity::Warning,
+       "A gap (no kernel, or a throw) that holds only for some values of code the analysis did not interpret"},
+      {"LG009", "cpp-rejects-env-value", model::Severity::Warning,
+       "The C++ dispatch throws for values of an environment variable that only C++ reads, in a configuration the gate admits"},
   };
   return rules;
 }
@@ -44,6 +50,8 @@ const std::vector<std::unique_ptr<Check>>& allChecks() {
     v.push_back(makeForcedFlagCheck());
     v.push_back(makeBoundaryMismatchCheck());
     v.push_back(makeTraceBreakCheck());
+    v.push_back(makePossibleGapCheck());
+    v.push_back(makeEnvRejectionCheck());
     return v;
   }();
   return checks;
@@ -91,6 +99,16 @@ model::Finding gapFinding(const RuleInfo& rule, const solve::Gap& gap, const Che
     what += " (\"" + gap.leaf->text + "\")";
   f.message = cellText(gap.cell) + ": the Python gate admits the custom all-reduce" + when + " for " +
               gap.sizes.str() + ", but " + what;
+  if (!gap.certain) {
+    // Name what the verdict needs, as the rule promises.
+    std::string terms;
+    for (const auto& o : gap.depends_on) {
+      terms += (terms.empty() ? "`" : ", `") + o.text + "`";
+      if (o.where.valid()) terms += " at " + o.where.file + ":" + std::to_string(o.where.line);
+    }
+    f.message = "possible gap: " + f.message + (gap.kind == solve::GapKind::NoKernel ? " (as LG001)" : " (as LG002)") +
+                "; depends on " + (terms.empty() ? "uninterpreted code" : terms);
+  }
 
   // Primary location: the Python line that admits the counterexample.
   const model::Location& primary = gap.admit ? gap.admit->where
@@ -110,6 +128,8 @@ model::Finding gapFinding(const RuleInfo& rule, const solve::Gap& gap, const Che
   } else if (ctx.dispatch.where.valid()) {
     f.locations.push_back(with(ctx.dispatch.where, "dispatch", "dispatch function"));
   }
+  for (const auto& o : gap.depends_on)
+    if (o.where.valid()) f.locations.push_back(with(o.where, "opaque", "not interpreted: " + o.text));
   return f;
 }
 

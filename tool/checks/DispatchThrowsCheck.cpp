@@ -12,7 +12,10 @@ class DispatchThrowsCheck : public Check {
   void check(const CheckContext& ctx, std::vector<model::Finding>& out) const override {
     for (const auto& cell : ctx.solver.cells()) {
       try {
-        if (auto gap = ctx.solver.findGap(cell, solve::GapKind::Throws)) out.push_back(gapFinding(rule(), *gap, ctx));
+        // Only a gap that holds whatever the uninterpreted code does is an
+        // error; the others are LG008's.
+        auto gap = ctx.solver.findGap(cell, solve::GapKind::Throws);
+        if (gap && gap->certain) out.push_back(gapFinding(rule(), *gap, ctx));
       } catch (const solve::UndecidedError& e) {
         out.push_back(undecidedFinding(e, rule().id));
       }

@@ -86,6 +86,9 @@ report::Result analyse(const Request& req) {
   solve::Solver solver(r.gate, r.dispatch, req.solve, flag.value);
   checks::CheckContext ctx{r.gate, r.dispatch, solver, flag.member.empty() ? nullptr : &flag};
   r.findings = checks::runChecks(ctx);
+  if (req.strict)
+    for (auto& f : r.findings)
+      if (f.rule == "LG008") f.severity = model::Severity::Error;
   r.matrix = solver.matrix();
   return r;
 }

@@ -23,6 +23,7 @@ struct Request {
   solve::Options solve;
   std::size_t max_file_bytes = 8u << 20;
   int max_depth = 200;  // nesting, both frontends
+  bool strict = false;  // possible gaps (LG008) are errors
 };
 
 target::Target selectTarget(const std::string& rules_dir, const std::string& name);

@@ -175,6 +175,8 @@ int main(int argc, char** argv) {
   check->add_flag("--cuda-sdk", ca.req.cpp.real_cuda_sdk, "Parse with the real CUDA SDK headers instead of the bundled stubs");
   check->add_option("--cuda-path", ca.req.cpp.cuda_path, "CUDA SDK location for --cuda-sdk")->capture_default_str();
   check->add_option("-I", ca.req.cpp.include_dirs, "Extra include directory for the C++ files")->type_name("DIR")->allow_extra_args(false);
+  check->add_flag("--strict", ca.req.strict,
+                  "Possible gaps (LG008: they hold only for some values of code the analysis did not interpret) are errors");
   check->add_flag("--no-matrix", ca.no_matrix, "Text output: leave out the configuration matrix");
   check->add_option("--color", ca.color, "Colour in text output")->check(CLI::IsMember({"auto", "always", "never"}))->capture_default_str();
 

@@ -125,11 +125,15 @@ struct MemberUse {
 };
 
 // A symbol the frontend could not interpret, reported so the user knows what
-// the verdict assumes (opaques are existentially free: "if this can be true").
+// the verdict assumes. A free one is a fact of the user's machine (a probe's
+// own code, an import that may fail): a finding may choose its value. The
+// others are code the analysis did not understand: an error holds for all
+// their values, a possible gap (LG008) names them.
 struct OpaqueSymbol {
   std::string name;  // the Var name used in expressions
   std::string text;  // source text it stands for
   Location where;
+  bool free = false;
 };
 
 // One condition the gate checks, for the report ("world_size > 2 and not

@@ -267,6 +267,8 @@ class Walker {
   int merged_ = 0;
   std::vector<const void*> call_stack_;
   std::map<std::string, Sort> opaque_sorts_;
+  std::map<std::string, VarKind> opaque_kinds_;
+  int probe_depth_ = 0;  // inside the inlined body of a probe function
   std::set<std::string> noted_;
   bool strict_attrs_ = false;  // reading an unset self attribute raises
 
@@ -326,12 +328,19 @@ class Walker {
   };
 
   // --- symbols ----------------------------------------------------------------
-  ExprPtr opaqueVar(std::string name, const std::string& txt, Sort sort, const Location& where) {
+  ExprPtr opaqueVar(std::string name, const std::string& txt, Sort sort, const Location& where,
+                    VarKind kind = VarKind::Opaque) {
     auto it = opaque_sorts_.find(name);
     if (it != opaque_sorts_.end() && it->second != sort) {
       name += sort == Sort::Int ? "#int" : sort == Sort::Str ? "#str" : "#bool";
       it = opaque_sorts_.find(name);
     }
+    // What a probe's own code computes (its NVML loop, its peer-access test)
+    // is the probe's answer: free like the probe. A symbol keeps the kind it
+    // was first made with.
+    if (probe_depth_ > 0 && kind == VarKind::Opaque) kind = VarKind::Probe;
+    auto kk = opaque_kinds_.emplace(name, kind).first;
+    kind = kk->second;
     if (it != opaque_sorts_.end() && tentative_ == 0) tentative_opaques_.erase(name);
     if (it == opaque_sorts_.end()) {
       if (tentative_ > 0) tentative_opaques_.insert(name);
@@ -341,9 +350,10 @@ class Walker {
       o.text = txt;
       o.where = where;
       o.where.role = "opaque";
+      o.free = kind == VarKind::Probe;
       gate_.opaques.push_back(o);
     }
-    return model::Var(name, sort, VarKind::Opaque);
+    return model::Var(name, sort, kind);
   }
 
   Value unknown(TSNode n) {
@@ -355,7 +365,9 @@ class Walker {
   }
 
   ExprPtr probeVar(const std::string& probe) {
-    Sort s = (probe == model::kWorldSize || probe == model::kNbytes || probe == "rank") ? Sort::Int : Sort::Bool;
+    Sort s = (probe == model::kWorldSize || probe == model::kNbytes || probe == "rank" || probe == "device_count")
+                 ? Sort::Int
+                 : Sort::Bool;
     VarKind k = (probe == model::kWorldSize || probe == model::kFullNvlink || probe == model::kNbytes)
                     ? VarKind::Config
                     : VarKind::Probe;
@@ -1630,7 +1642,9 @@ class Walker {
     cf.entry = model::And(fr.entry, model::And(st.full(), cx.guard));
     cf.in_ctor = fr.in_ctor;
     call_stack_.push_back(fi.node.id);
+    if (probe != spec_.probes.end()) ++probe_depth_;
     walkBlock(field(fi.node, "body"), cs, cf);
+    if (probe != spec_.probes.end()) --probe_depth_;
     call_stack_.pop_back();
 
     std::vector<Exit> exits = cf.returns;
@@ -2485,9 +2499,15 @@ class Walker {
       int line = loc(n).line;
       TSNode first = firstNamed(body);
       std::string what = ts_node_is_null(first) ? "try" : shortText(first);
+      // Whether an import succeeds is a fact of the user's machine (the
+      // kernel library is installed or not): a probe, free like p2p_ok. An
+      // exception from other code is code we did not interpret.
+      // A try at module level runs at import time: what fails there is the
+      // installed software (the library, its ops), also a machine fact.
+      VarKind kind = fr.kind == Frame::Kind::Module || importsOnly(body) ? VarKind::Probe : VarKind::Opaque;
       ExprPtr ok = opaqueVar("try@L" + std::to_string(line) + " ok: " + what,
                              "the try block at line " + std::to_string(line) + " completes without an exception",
-                             Sort::Bool, loc(n));
+                             Sort::Bool, loc(n), kind);
       std::vector<Clause> cls;
       cls.push_back(Clause{[ok](State&) { return ok; },
                            [this, body, else_clause, &fr](State& s) {
@@ -2500,7 +2520,7 @@ class Walker {
         TSNode hv = field(h, "value");
         std::string ht = ts_node_is_null(hv) ? "except" : shortText(hv);
         ExprPtr c = opaqueVar("except@L" + std::to_string(loc(h).line) + ": " + ht,
-                              "the exception is caught by `except " + ht + "`", Sort::Bool, loc(h));
+                              "the exception is caught by `except " + ht + "`", Sort::Bool, loc(h), kind);
         cls.push_back(Clause{[c](State&) { return c; }, [this, h, &fr](State& s) { walkHandler(h, s, fr); },
                              TSNode{}});
       }
@@ -2513,6 +2533,27 @@ class Walker {
     if (!ts_node_is_null(finally_clause) && !st.dead())
       for (TSNode k : named(finally_clause))
         if (is(k, "block")) walkBlock(k, st, fr);
+  }
+
+  // A try body of imports (and flag assignments of literals beside them).
+  static bool importsOnly(TSNode body) {
+    bool any_import = false;
+    for (TSNode k : named(body)) {
+      if (isExtra(k) || is(k, "pass_statement")) continue;
+      if (is(k, "import_statement") || is(k, "import_from_statement")) {
+        any_import = true;
+        continue;
+      }
+      if (is(k, "expression_statement")) {
+        TSNode a = firstNamed(k);
+        TSNode r = is(a, "assignment") ? field(a, "right") : TSNode{};
+        if (!ts_node_is_null(r) && (is(r, "true") || is(r, "false") || is(r, "none") || is(r, "integer") ||
+                                    is(r, "string")))
+          continue;
+      }
+      return false;
+    }
+    return any_import;
   }
 
   void walkHandler(TSNode h, State& s, Frame& fr) {

@@ -76,7 +76,7 @@ std::string renderJson(const Result& r) {
     matrix.push_back(m);
   }
   json opaques = json::array();
-  for (const auto& o : r.gate.opaques) opaques.push_back({{"text", o.text}, {"file", o.where.file}, {"line", o.where.line}, {"layer", "python"}});
+  for (const auto& o : r.gate.opaques) opaques.push_back({{"text", o.text}, {"file", o.where.file}, {"line", o.where.line}, {"layer", "python"}, {"free", o.free}});
   for (const auto& o : r.dispatch.opaques) opaques.push_back({{"text", o.text}, {"file", o.where.file}, {"line", o.where.line}, {"layer", "cpp"}});
   json notes = json::array();
   for (const auto& n : r.gate.notes) notes.push_back(n);

@@ -110,14 +110,18 @@ std::string renderText(const Result& r, const TextOptions& o) {
       out += fmt::format("  {:<5} {:<6} {:<{}}  {}{}\n", v.cell.world_size, v.cell.full_nvlink ? "yes" : "no",
                          gates[i], w, dispatchCell(v), paint("1;31", mark));
     }
-    std::vector<std::string> assumed;
-    for (const auto& op : r.gate.opaques) assumed.push_back(op.text);
-    if (!assumed.empty()) {
+    for (bool free : {true, false}) {
+      std::vector<std::string> assumed;
+      for (const auto& op : r.gate.opaques)
+        if (op.free == free) assumed.push_back(op.text);
+      if (assumed.empty()) continue;
       std::sort(assumed.begin(), assumed.end());
       assumed.erase(std::unique(assumed.begin(), assumed.end()), assumed.end());
       std::string a;
       for (const auto& s : assumed) a += (a.empty() ? "" : ", ") + s;
-      out += fmt::format("  gate conditions not interpreted (free in the analysis): {}\n", a);
+      out += free ? fmt::format("  machine facts the gate reads (free, like the probes): {}\n", a)
+                  : fmt::format("  gate code not interpreted (errors hold for all its values; LG008 names what a "
+                                "possible gap needs): {}\n", a);
     }
   }
   int errors = countAtLeast(r, model::Severity::Error);

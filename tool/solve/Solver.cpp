@@ -90,6 +90,9 @@ struct Solver::Impl {
   z3::expr_vector cpp_opaques{ctx};
   z3::expr_vector py_opaques{ctx};
   std::vector<std::string> py_opaque_names;             // parallel to py_opaques (display names)
+  std::vector<bool> py_opaque_free;                     // parallel: a probe (free) or uninterpreted code
+  z3::expr_vector py_uninterp{ctx};                     // the uninterpreted ones: universally quantified for errors
+  std::vector<std::string> py_uninterp_names;
 
   // Strings are encoded as integers: every string constant in either model
   // gets an id >= 1, and any other integer stands for "some other string".
@@ -129,8 +132,17 @@ struct Solver::Impl {
       if (side == Side::Cpp) {
         cpp_opaques.push_back(v);
       } else {
+        // Probes are the machine's answers; int() of an env value that is not
+        // a numeral is the user's input. Everything else is code the walker
+        // did not interpret.
+        bool free = kind == VarKind::Probe || name.rfind("int(env:", 0) == 0;
         py_opaques.push_back(v);
         py_opaque_names.push_back(name);
+        py_opaque_free.push_back(free);
+        if (!free) {
+          py_uninterp.push_back(v);
+          py_uninterp_names.push_back(name);
+        }
       }
     } else {
       std::string env = model::envNameOf(name);
@@ -239,6 +251,30 @@ struct Solver::Impl {
       z3::goal g(ctx);
       g.add(q);
       z3::params p(ctx);
+      z3::tactic qe = z3::try_for(z3::tactic(ctx, "qe"), opt.timeout_ms);
+      z3::apply_result ar = qe(g);
+      if (ar.size() == 1) return ar[0].as_expr();
+    } catch (const z3::exception&) {
+    }
+    return q;
+  }
+
+  // forall uninterpreted-Python-terms. f: what an error must satisfy. The
+  // C++ flag is replaced by the value Python passes (it may read those terms).
+  z3::expr forallUninterp(const z3::expr& f0, const z3::expr_vector* only = nullptr) {
+    z3::expr f = f0;
+    if (split_flag) {
+      z3::expr_vector from(ctx), to(ctx);
+      from.push_back(cpp_flag);
+      to.push_back(flag_value);
+      f = f.substitute(from, to);
+    }
+    const z3::expr_vector& bound = only ? *only : py_uninterp;
+    if (bound.empty()) return f;
+    z3::expr q = z3::forall(bound, f);
+    try {
+      z3::goal g(ctx);
+      g.add(q);
       z3::tactic qe = z3::try_for(z3::tactic(ctx, "qe"), opt.timeout_ms);
       z3::apply_result ar = qe(g);
       if (ar.size() == 1) return ar[0].as_expr();
@@ -527,6 +563,15 @@ const std::vector<CellVerdict>& Solver::matrix() {
 }
 
 std::optional<Gap> Solver::findGap(const Cell& c, GapKind kind) {
+  auto key = std::make_pair(c.world_size * 2 + (c.full_nvlink ? 1 : 0), kind == GapKind::NoKernel ? 0 : 1);
+  auto cached = gaps_.find(key);
+  if (cached != gaps_.end()) return cached->second;
+  std::optional<Gap> g = computeGap(c, kind);
+  gaps_.emplace(key, g);
+  return g;
+}
+
+std::optional<Gap> Solver::computeGap(const Cell& c, GapKind kind) {
   Impl& I = *impl_;
   // NoKernel: admitted, no launch for any value of the dispatch's opaque
   // conditions, and a fall-through reachable. Throws: admitted, no launch and
@@ -535,7 +580,7 @@ std::optional<Gap> Solver::findGap(const Cell& c, GapKind kind) {
                (kind == GapKind::NoKernel ? I.none_any : (!I.none_any && I.throw_any));
   // An env variable only the dispatch reads (an algorithm override) is taken
   // as unset for throws: a throw on a bad value is input checking the user
-  // asked for, not a gap the gate opened.
+  // asked for, not a gap the gate opened (LG009 reports it).
   if (kind == GapKind::Throws)
     for (const auto& n : dispatch_.env_reads)
       if (std::find(gate_.env_reads.begin(), gate_.env_reads.end(), n) == gate_.env_reads.end())
@@ -549,16 +594,39 @@ std::optional<Gap> Solver::findGap(const Cell& c, GapKind kind) {
   Gap g;
   g.kind = kind;
   g.cell = c;
-  g.sizes = I.sizeRange(q, c);
+  // Does it hold whatever the uninterpreted Python terms are?
+  z3::expr strict = I.forallUninterp(q);
+  {
+    Impl::Query sq(I);
+    sq.s.add(strict);
+    g.certain = I.sat(sq.s, c, "gap for every value of the uninterpreted terms");
+  }
+  const z3::expr& base = g.certain ? strict : q;
+  g.sizes = I.sizeRange(base, c);
   // Prefer a counterexample at the low end of the gap: the smallest size is
   // the one a user meets first.
   z3::model m(I.ctx);
-  auto env = I.minimalEnv(q && I.nbytes == I.ctx.int_val(static_cast<int64_t>(g.sizes.lo)), c, &m);
+  auto env = I.minimalEnv(base && I.nbytes == I.ctx.int_val(static_cast<int64_t>(g.sizes.lo)), c, &m);
+  if (g.certain && !I.py_uninterp.empty()) {
+    // The strict model leaves the quantified terms out; any value of theirs
+    // completes it (that is what certain means): take one, for the notes.
+    z3::expr pin = I.pinConfig(m);
+    for (unsigned i = 0; i < I.py_opaques.size(); ++i)
+      if (I.py_opaque_free[i]) {
+        z3::expr v = m.eval(I.py_opaques[i], false);
+        if (v.is_true() || v.is_false() || v.is_numeral()) pin = pin && I.py_opaques[i] == v;
+      }
+    Impl::Query cq(I);
+    cq.s.add(q && pin);
+    if (cq.s.check() == z3::sat) m = cq.s.get_model();
+  }
   g.counterexample.world_size = c.world_size;
   g.counterexample.full_nvlink = c.full_nvlink;
   g.counterexample.nbytes = g.sizes.lo;
-  // Python-side probes and opaques the admission relies on.
+  // Python-side probes the gap relies on, and (for a possible gap) the
+  // uninterpreted terms' values it needs.
   for (unsigned i = 0; i < I.py_opaques.size(); ++i) {
+    if (g.certain && !I.py_opaque_free[i]) continue;
     z3::expr v = m.eval(I.py_opaques[i], false);
     if (v.is_true() || v.is_false()) {
       g.counterexample.assumed.push_back({I.py_opaque_names[i], v.is_true() ? "true" : "false"});
@@ -567,6 +635,30 @@ std::optional<Gap> Solver::findGap(const Cell& c, GapKind kind) {
     }
   }
   g.counterexample.env = env;
+  if (!g.certain) {
+    // The terms it depends on: those for which "for every value" alone
+    // already breaks it. When only a combination does, name them all.
+    std::vector<std::string> names;
+    for (unsigned i = 0; i < I.py_uninterp.size() && i < 16; ++i) {
+      z3::expr_vector one(I.ctx);
+      one.push_back(I.py_uninterp[i]);
+      Impl::Query dq(I);
+      dq.s.add(I.forallUninterp(q, &one));
+      if (dq.s.check() == z3::unsat) names.push_back(I.py_uninterp_names[i]);
+    }
+    if (names.empty()) names = I.py_uninterp_names;
+    for (const auto& n : names) {
+      auto it = std::find_if(gate_.opaques.begin(), gate_.opaques.end(),
+                             [&](const model::OpaqueSymbol& o) { return o.name == n; });
+      if (it != gate_.opaques.end()) {
+        g.depends_on.push_back(*it);
+      } else {
+        model::OpaqueSymbol o;
+        o.name = o.text = n;
+        g.depends_on.push_back(o);
+      }
+    }
+  }
 
   // Which leaf, which admitting return, which constructor checks the env opens.
   z3::expr pin = I.pinConfig(m);
@@ -641,6 +733,68 @@ std::optional<ForcedFlag> Solver::findForcedFlag() {
     if (with_flag && !without_flag) f.kernels.push_back(l.kernel);
   }
   return f;
+}
+
+// String constants an expression compares the env variable NAME with.
+static std::vector<std::string> comparedWith(const ExprPtr& root, const std::string& name) {
+  std::vector<std::string> out;
+  std::vector<const Expr*> stack{root.get()};
+  std::set<const Expr*> seen;
+  const std::string var = model::envVar(name);
+  while (!stack.empty()) {
+    const Expr* e = stack.back();
+    stack.pop_back();
+    if (!seen.insert(e).second) continue;
+    if ((e->op == Op::Eq || e->op == Op::Ne) && e->args.size() == 2)
+      for (int k = 0; k < 2; ++k)
+        if (e->args[k]->op == Op::Var && e->args[k]->s == var && e->args[1 - k]->op == Op::StrConst &&
+            std::find(out.begin(), out.end(), e->args[1 - k]->s) == out.end())
+          out.push_back(e->args[1 - k]->s);
+    for (const auto& a : e->args) stack.push_back(a.get());
+  }
+  return out;
+}
+
+std::vector<EnvRejection> Solver::findEnvRejections() {
+  Impl& I = *impl_;
+  std::vector<EnvRejection> out;
+  std::vector<std::string> cpp_only;
+  for (const auto& n : dispatch_.env_reads)
+    if (std::find(gate_.env_reads.begin(), gate_.env_reads.end(), n) == gate_.env_reads.end()) cpp_only.push_back(n);
+  Cell any{0, false};
+  for (const auto& n : cpp_only) {
+    // Admitted, some value of NAME (the others unset) makes every way through throw.
+    z3::expr q = I.gate && I.ws >= I.opt.min_world_size && I.ws <= I.opt.max_world_size && !I.launch_any &&
+                 !I.none_any && I.throw_any && I.var(model::envSetVar(n), Sort::Bool, VarKind::Config, Side::Cpp);
+    for (const auto& o : cpp_only)
+      if (o != n) q = q && !I.var(model::envSetVar(o), Sort::Bool, VarKind::Config, Side::Cpp);
+    Impl::Query eq(I);
+    eq.s.add(q);
+    if (!I.sat(eq.s, any, "env rejection")) continue;
+    z3::model m = eq.s.get_model();
+    EnvRejection r;
+    r.env = n;
+    int64_t w = 0;
+    if (m.eval(I.ws, true).is_numeral_i64(w)) r.config.world_size = w;
+    r.config.full_nvlink = m.eval(I.nvl, true).is_true();
+    r.config.nbytes = I.nbytesIn(m);
+    auto text = I.strOf(m.eval(I.var(model::envVar(n), Sort::Str, VarKind::Config, Side::Cpp), true));
+    r.config.env.push_back({n, text.value_or("<any other value>")});
+    for (const auto& l : dispatch_.leaves)
+      for (const auto& v : comparedWith(l.condition, n))
+        if (std::find(r.accepted.begin(), r.accepted.end(), v) == r.accepted.end()) r.accepted.push_back(v);
+    z3::expr pin = I.pinConfig(m) && I.var(model::envSetVar(n), Sort::Bool, VarKind::Config, Side::Cpp) &&
+                   I.var(model::envVar(n), Sort::Str, VarKind::Config, Side::Cpp) ==
+                       m.eval(I.var(model::envVar(n), Sort::Str, VarKind::Config, Side::Cpp), true);
+    for (size_t i = 0; i < dispatch_.leaves.size() && !r.leaf; ++i) {
+      if (dispatch_.leaves[i].kind != LeafKind::Throw) continue;
+      Impl::Query lq(I);
+      lq.s.add(I.leaf_conds[i] && pin);
+      if (lq.s.check() == z3::sat) r.leaf = &dispatch_.leaves[i];
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
 }
 
 }  // namespace layergate::solve

@@ -7,14 +7,19 @@
 // that the gate admits and the dispatch serves with no kernel or a throw (with
 // a concrete counterexample). Never reads source.
 //
-// Opaque symbols are existentially free: on the Python side "if this probe
-// can be true"; on the C++ side a launch counts as reachable if some value of
-// the dispatch's opaque conditions (capture status, registered buffer...)
-// reaches it, so that precondition checks the Python gate cannot see do not
-// become findings.
+// What is free and what is not (DESIGN.md, "an error is a proof"): config
+// variables, env values and hardware probes are what a user's machine
+// decides, so a gap may choose them. Python code the frontend did not
+// interpret (VarKind::Opaque) is not: a gap is *certain* only when it holds
+// for every value of those terms; one that holds for some of their values is
+// reported with the terms it depends on (LG008). On the C++ side a launch
+// counts as reachable if some value of the dispatch's opaque conditions
+// (capture status, registered buffer...) reaches it, so that precondition
+// checks the Python gate cannot see do not become findings.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -67,6 +72,20 @@ struct Gap {
   const model::Leaf* leaf = nullptr;        // the None/Throw leaf the counterexample reaches
   const model::GateCheck* admit = nullptr;  // the per-call return that admits it
   std::vector<const model::GateCheck*> opened;  // constructor checks that env values open
+  // Holds whatever the uninterpreted Python terms evaluate to (an error);
+  // otherwise `depends_on` names the terms whose values it needs (a warning).
+  bool certain = true;
+  std::vector<model::OpaqueSymbol> depends_on;
+};
+
+// LG009's question: a config the gate admits for which the dispatch throws
+// only because of the value of an environment variable that only C++ reads
+// (an algorithm override): the C++ side validates input Python never sees.
+struct EnvRejection {
+  std::string env;                 // NAME
+  model::Config config;            // the admitted config, with NAME's rejected value
+  const model::Leaf* leaf = nullptr;  // the throw
+  std::vector<std::string> accepted;  // string values of NAME that the dispatch compares with
 };
 
 struct CellVerdict {
@@ -109,16 +128,21 @@ class Solver {
   // Throws UndecidedError when Z3 gives up.
   std::optional<Gap> findGap(const Cell& cell, GapKind kind);
   std::optional<ForcedFlag> findForcedFlag();
+  // One per C++-only env variable whose values the dispatch rejects in a
+  // configuration the gate admits.
+  std::vector<EnvRejection> findEnvRejections();
 
   const model::Gate& gate() const { return gate_; }
   const model::Dispatch& dispatch() const { return dispatch_; }
 
  private:
+  std::optional<Gap> computeGap(const Cell& cell, GapKind kind);
   struct Impl;
   const model::Gate& gate_;
   const model::Dispatch& dispatch_;
   std::unique_ptr<Impl> impl_;
   std::optional<std::vector<CellVerdict>> matrix_;
+  std::map<std::pair<int, int>, std::optional<Gap>> gaps_;  // (cell index, kind) -> findGap's answer
 };
 
 // Z3 answered "unknown" (timeout or incompleteness) for a query on a cell.
