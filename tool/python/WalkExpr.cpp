@@ -1,0 +1,357 @@
+// Walker: names, lookup and expressions (attributes, subscripts, literals, chains, comparisons).
+#include "python/Walker.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace layergate::python::detail {
+
+// --- names ----------------------------------------------------------------
+
+std::string Walker::resolveAlias(const std::string& name) const {
+  auto it = cur_->aliases.find(name);
+  return it == cur_->aliases.end() ? name : it->second;
+}
+
+// "a.b.c" for a chain of identifiers and attributes, first part alias-resolved.
+std::string Walker::dotted(TSNode n) const {
+  std::vector<std::string> parts;
+  while (is(n, "attribute")) {
+    parts.push_back(text(field(n, "attribute")));
+    n = field(n, "object");
+  }
+  if (!is(n, "identifier")) return "";
+  std::string out = resolveAlias(text(n));
+  for (auto it = parts.rbegin(); it != parts.rend(); ++it) out += "." + *it;
+  return out;
+}
+
+bool Walker::isEnvModule(TSNode n, const State& st) const {
+  if (!is(n, "identifier")) return false;
+  std::string name = text(n);
+  if (st.locals.count(name)) return false;
+  std::string last = lastComponent(resolveAlias(name));
+  for (const auto& m : spec_.env_modules)
+    if (m == name || m == last) return true;
+  return false;
+}
+
+Value Walker::envModuleRead(const std::string& var, TSNode at) {
+  envRead(var, at);
+  note("envs." + var + " read as a boolean flag: true when set to 1/true/True/TRUE (assumed)");
+  Value v = vBool(model::And(model::EnvIsSet(var), envTruthyValue(var)));
+  v.env = var;
+  return v;
+}
+
+Value Walker::lookup(const std::string& name, const State& st, TSNode at) {
+  auto it = st.locals.find(name);
+  if (it != st.locals.end() && it->second.k != Value::K::Undef) return it->second;
+  auto g = cur_->globals.find(name);
+  if (g != cur_->globals.end() && g->second.k != Value::K::Unknown && g->second.k != Value::K::Undef) return g->second;
+  auto pf = spec_.platform_flags.find(name);
+  if (pf != spec_.platform_flags.end()) return vBool(model::BoolC(pf->second));
+  if (g != cur_->globals.end() && g->second.k != Value::K::Undef) return g->second;
+  auto c = class_consts_.find(name);
+  if (c != class_consts_.end()) return c->second;
+  if (name == class_name_ && !class_name_.empty()) return vObject("class", name);
+  if (cur_->aliases.count(name)) {
+    std::string origin = resolveAlias(name);
+    return vObject(origin == "os.environ" ? "environ" : "module", origin);
+  }
+  return unknown(at);
+}
+
+// --- expressions ------------------------------------------------------------
+
+Value Walker::eval(TSNode n, State& st, Frame& fr, Ctx& cx) {
+  DepthGuard g(*this, n);
+  const char* t = ts_node_type(n);
+  if (!std::strcmp(t, "identifier")) return lookup(text(n), st, n);
+  if (!std::strcmp(t, "true")) return vBool(model::True());
+  if (!std::strcmp(t, "false")) return vBool(model::False());
+  if (!std::strcmp(t, "none")) return vNone();
+  if (!std::strcmp(t, "integer")) return parseInt(n);
+  if (!std::strcmp(t, "string")) return parseString(n);
+  if (!std::strcmp(t, "concatenated_string")) {
+    std::string s;
+    for (TSNode k : named(n)) {
+      Value p = parseString(k);
+      if (p.k != Value::K::Str) return unknown(n);
+      s += p.e->s;
+    }
+    return vStr(model::StrC(s));
+  }
+  if (!std::strcmp(t, "parenthesized_expression")) {
+    TSNode k = firstNamed(n);
+    return ts_node_is_null(k) ? unknown(n) : eval(k, st, fr, cx);
+  }
+  if (!std::strcmp(t, "list") || !std::strcmp(t, "tuple") || !std::strcmp(t, "set") ||
+      !std::strcmp(t, "expression_list")) {
+    std::vector<Value> xs;
+    for (TSNode k : named(n)) {
+      if (is(k, "list_splat") || is(k, "dictionary_splat")) return unknown(n);
+      xs.push_back(eval(k, st, fr, cx));
+    }
+    return vList(std::move(xs));
+  }
+  if (!std::strcmp(t, "not_operator")) {
+    Value a = eval(field(n, "argument"), st, fr, cx);
+    Value r = vBool(model::Not(truthy(a)));
+    r.origin = a.origin;
+    r.env_seen = a.env_seen;
+    return r;
+  }
+  if (!std::strcmp(t, "boolean_operator")) return evalBoolChain(n, st, fr, cx);
+  if (!std::strcmp(t, "comparison_operator")) return evalCompare(n, st, fr, cx);
+  if (!std::strcmp(t, "binary_operator")) return evalArithChain(n, st, fr, cx);
+  if (!std::strcmp(t, "unary_operator")) {
+    std::string op = text(field(n, "operator"));
+    Value v = eval(field(n, "argument"), st, fr, cx);
+    if (op == "+" ) return v;
+    if (op == "-") {
+      ExprPtr x = asInt(v);
+      return x ? vInt(model::Neg(x)) : unknown(n);
+    }
+    return unknown(n);
+  }
+  if (!std::strcmp(t, "conditional_expression")) {
+    auto ks = named(n);
+    if (ks.size() != 3) return unknown(n);
+    ExprPtr c = truthy(eval(ks[1], st, fr, cx));
+    Ctx ca{model::And(cx.guard, c), cx.raises};
+    Value a = model::isFalse(c) ? Value{} : eval(ks[0], st, fr, ca);
+    Ctx cb{model::And(cx.guard, model::Not(c)), ca.raises};
+    Value b = model::isTrue(c) ? Value{} : eval(ks[2], st, fr, cb);
+    cx.raises = cb.raises;
+    return merge(c, a, b);
+  }
+  if (!std::strcmp(t, "named_expression")) {
+    Value v = eval(field(n, "value"), st, fr, cx);
+    st.locals[text(field(n, "name"))] = v;
+    return v;
+  }
+  if (!std::strcmp(t, "attribute")) return evalAttribute(n, st, fr, cx);
+  if (!std::strcmp(t, "call")) return evalCall(n, st, fr, cx);
+  if (!std::strcmp(t, "subscript")) return evalSubscript(n, st, fr, cx);
+  return unknown(n);
+}
+
+Value Walker::parseInt(TSNode n) {
+  std::string s;
+  for (char ch : text(n))
+    if (ch != '_') s += ch;
+  try {
+    std::size_t used = 0;
+    long long v;
+    if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) v = std::stoll(s.substr(2), &used, 16), used += 2;
+    else if (s.size() > 2 && s[0] == '0' && (s[1] == 'o' || s[1] == 'O')) v = std::stoll(s.substr(2), &used, 8), used += 2;
+    else if (s.size() > 2 && s[0] == '0' && (s[1] == 'b' || s[1] == 'B')) v = std::stoll(s.substr(2), &used, 2), used += 2;
+    else v = std::stoll(s, &used, 10);
+    if (used == s.size()) return vInt(model::IntC(v));
+  } catch (...) {
+  }
+  return unknown(n);
+}
+
+Value Walker::parseString(TSNode n) {
+  if (!is(n, "string")) return unknown(n);
+  std::string out;
+  bool raw = false;
+  for (TSNode k : children(n, false)) {
+    if (is(k, "string_start")) {
+      std::string p = lower(text(k));
+      if (p.find('f') != std::string::npos || p.find('b') != std::string::npos) {
+        // f-strings with interpolation and bytes are not modelled as text
+        for (TSNode q : named(n))
+          if (is(q, "interpolation")) return unknown(n);
+        if (p.find('b') != std::string::npos) return unknown(n);
+      }
+      raw = p.find('r') != std::string::npos;
+    } else if (is(k, "string_content")) {
+      std::string c = text(k);
+      if (raw) {
+        out += c;
+        continue;
+      }
+      for (std::size_t i = 0; i < c.size(); ++i) {
+        if (c[i] != '\\' || i + 1 == c.size()) {
+          out += c[i];
+          continue;
+        }
+        char e = c[++i];
+        switch (e) {
+          case 'n': out += '\n'; break;
+          case 't': out += '\t'; break;
+          case 'r': out += '\r'; break;
+          case '0': out += '\0'; break;
+          case '\\': out += '\\'; break;
+          case '\'': out += '\''; break;
+          case '"': out += '"'; break;
+          case '\n': break;
+          default: out += '\\'; out += e; break;
+        }
+      }
+    } else if (is(k, "interpolation")) {
+      return unknown(n);
+    }
+  }
+  return vStr(model::StrC(out));
+}
+
+void Walker::checkChain(std::size_t n, TSNode at) {
+  if (n > kMaxChain)
+    fail(at, "expression chain of more than " + std::to_string(kMaxChain) + " operands; not analysed");
+}
+
+Value Walker::evalBoolChain(TSNode n, State& st, Frame& fr, Ctx& cx) {
+  std::string op = text(field(n, "operator"));
+  std::vector<TSNode> rights;
+  TSNode cur = n;
+  while (is(cur, "boolean_operator") && text(field(cur, "operator")) == op) {
+    rights.push_back(field(cur, "right"));
+    checkChain(rights.size(), n);
+    cur = field(cur, "left");
+  }
+  std::reverse(rights.begin(), rights.end());
+  bool is_and = op == "and";
+  Value v = eval(cur, st, fr, cx);
+  for (TSNode r : rights) {
+    ExprPtr t = truthy(v);
+    if (is_and ? model::isFalse(t) : model::isTrue(t)) continue;  // short-circuit
+    Ctx sub{model::And(cx.guard, is_and ? t : model::Not(t)), cx.raises};
+    Value w = eval(r, st, fr, sub);
+    cx.raises = sub.raises;
+    if (v.k == Value::K::Bool && w.k == Value::K::Bool && v.env.empty() && w.env.empty()) {
+      Value r = vBool(is_and ? model::And(v.e, w.e) : model::Or(v.e, w.e));
+      unionOrigin(r, v, w);
+      v = r;
+    } else
+      v = is_and ? merge(t, w, v) : merge(t, v, w);
+  }
+  return v;
+}
+
+Value Walker::evalArithChain(TSNode n, State& st, Frame& fr, Ctx& cx) {
+  std::vector<std::pair<std::string, TSNode>> rights;
+  TSNode cur = n;
+  while (is(cur, "binary_operator")) {
+    rights.push_back({text(field(cur, "operator")), field(cur, "right")});
+    checkChain(rights.size(), n);
+    cur = field(cur, "left");
+  }
+  std::reverse(rights.begin(), rights.end());
+  Value v = eval(cur, st, fr, cx);
+  for (auto& [op, r] : rights) {
+    Value w = eval(r, st, fr, cx);
+    v = arith(op, v, w, n);
+  }
+  return v;
+}
+
+Value Walker::evalCompare(TSNode n, State& st, Frame& fr, Ctx& cx) {
+  std::vector<TSNode> operands;
+  std::vector<std::string> ops;
+  for (TSNode k : children(n, false)) {
+    if (ts_node_is_named(k)) operands.push_back(k);
+    else ops.push_back(ts_node_type(k));
+  }
+  if (operands.size() != ops.size() + 1 || ops.empty()) return unknown(n);
+  std::vector<Value> vals;
+  for (TSNode k : operands) vals.push_back(eval(k, st, fr, cx));
+  std::vector<ExprPtr> parts;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const Value &a = vals[i], &b = vals[i + 1];
+    const std::string& op = ops[i];
+    ExprPtr r;
+    if (op == "==") r = eqv(a, b, n);
+    else if (op == "!=") r = model::Not(eqv(a, b, n));
+    else if (op == "<") r = order(Op::Lt, a, b, n);
+    else if (op == "<=") r = order(Op::Le, a, b, n);
+    else if (op == ">") r = order(Op::Gt, a, b, n);
+    else if (op == ">=") r = order(Op::Ge, a, b, n);
+    else if (op == "in") r = contains(a, b, n);
+    else if (op == "not in") r = model::Not(contains(a, b, n));
+    else if (op == "is" || op == "is not") {
+      if (b.k == Value::K::None) r = isNone(a, operands[i]);
+      else if (a.k == Value::K::None) r = isNone(b, operands[i + 1]);
+      else if (a.k == Value::K::Bool && b.k == Value::K::Bool) r = eqv(a, b, n);
+      else r = opaqueCond(n);
+      if (op == "is not") r = model::Not(r);
+    } else {
+      r = opaqueCond(n);
+    }
+    parts.push_back(r);
+  }
+  return vBool(model::AndAll(parts));
+}
+
+Value Walker::evalAttribute(TSNode n, State& st, Frame& fr, Ctx& cx) {
+  TSNode obj = field(n, "object");
+  std::string attr = text(field(n, "attribute"));
+  if (isEnvModule(obj, st)) return envModuleRead(attr, n);
+  std::string d = dotted(n);
+  if (d == "os.environ") return vObject("environ", d);
+  Value o = eval(obj, st, fr, cx);
+  if (o.k == Value::K::Object) {
+    if (o.tag == "self") {
+      auto it = st.attrs.find(attr);
+      if (it != st.attrs.end() && it->second.k != Value::K::Undef) return it->second;
+      auto c = class_consts_.find(attr);
+      if (c != class_consts_.end()) return c->second;
+      if (strict_attrs_ && !methods_.count(attr)) cx.raises = model::Or(cx.raises, cx.guard);
+      Value u = unknown(n);
+      return u;
+    }
+    if (o.tag == "class") {
+      auto c = class_consts_.find(attr);
+      if (c != class_consts_.end()) return c->second;
+      return unknown(n);
+    }
+    if (o.tag == "tensor") {
+      if (attr == "nbytes") return vInt(probeVar(model::kNbytes));
+      if (attr == "itemsize") {
+        Value u = unknown(n);
+        u.tag = "elemsize";
+        u.name = o.text;
+        u.text = o.text + ".element_size()";
+        return u;
+      }
+      return unknown(n);
+    }
+  }
+  auto pf = spec_.platform_flags.find(attr);
+  if (pf != spec_.platform_flags.end()) return vBool(model::BoolC(pf->second));
+  // a probe taken as a function (`orig = platform.is_fully_connected`)
+  if (collecting_patches_ && spec_.probes.count(attr) && !is(ts_node_parent(n), "call")) {
+    Value f = vObject("probefn", attr);
+    f.loc = loc(n);
+    return f;
+  }
+  return unknown(n);
+}
+
+Value Walker::evalSubscript(TSNode n, State& st, Frame& fr, Ctx& cx) {
+  TSNode obj = field(n, "value");
+  auto subs = named(n);
+  if (subs.size() != 2) return unknown(n);
+  Value o = eval(obj, st, fr, cx);
+  Value i = eval(subs[1], st, fr, cx);
+  if (o.k == Value::K::Object && o.tag == "environ" && i.k == Value::K::Str && i.e->op == Op::StrConst) {
+    const std::string& name = i.e->s;
+    envRead(name, n);
+    // KeyError when unset: those paths raise.
+    cx.raises = model::Or(cx.raises, model::And(cx.guard, model::Not(model::EnvIsSet(name))));
+    return vStr(model::EnvValue(name));
+  }
+  if (o.k == Value::K::List && i.k == Value::K::Int && i.e->op == Op::IntConst) {
+    int64_t k = i.e->i, sz = static_cast<int64_t>(o.items.size());
+    if (k < 0) k += sz;
+    if (k >= 0 && k < sz) return o.items[static_cast<std::size_t>(k)];
+  }
+  return unknown(n);
+}
+
+}  // namespace layergate::python::detail

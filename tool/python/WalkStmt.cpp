@@ -1,0 +1,439 @@
+// Walker: statements: blocks, assignments, if/loop/try with state joins, returns and raises.
+#include "python/Walker.h"
+
+#include <cstring>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace layergate::python::detail {
+
+// --- statements ---------------------------------------------------------------
+
+void Walker::settle(State& st, Frame& fr, Ctx& cx, TSNode stmt) {
+  if (model::isFalse(cx.raises)) return;
+  ExprPtr d = model::And(st.full(), cx.raises);
+  fr.deaths.push_back(d);
+  if (fr.in_ctor) recordReject(model::And(fr.entry, d), fr, stmt);
+  st.rel = model::And(st.rel, model::Not(cx.raises));
+}
+
+void Walker::recordReject(const ExprPtr& cond, const Frame& fr, TSNode stmt) {
+  if (model::isFalse(cond)) return;
+  model::GateCheck g;
+  g.condition = cond;
+  if (!fr.ifs.empty()) {
+    const auto& f = fr.ifs.back();
+    g.text = f.negated ? "not (" + shortText(f.cond) + ")" : shortText(f.cond);
+    g.where = loc(f.cond, "reject");
+    // the line of the `if`, not of its condition
+    TSNode parent = ts_node_parent(f.cond);
+    if (!ts_node_is_null(parent)) g.where = loc(parent, "reject");
+  } else {
+    g.text = shortText(stmt);
+    g.where = loc(stmt, "reject");
+  }
+  gate_.rejects.push_back(g);
+}
+
+Value Walker::evalStmtExpr(TSNode n, State& st, Frame& fr, TSNode stmt) {
+  Ctx cx;
+  Value v = eval(n, st, fr, cx);
+  settle(st, fr, cx, stmt);
+  return v;
+}
+
+void Walker::walkBlock(TSNode block, State& st, Frame& fr) {
+  if (ts_node_is_null(block)) return;
+  if (!is(block, "block") && !is(block, "module")) {
+    walkStmt(block, st, fr);
+    return;
+  }
+  for (TSNode s : named(block)) {
+    if (st.dead() || st.broke) break;
+    walkStmt(s, st, fr);
+  }
+}
+
+void Walker::assignTarget(TSNode t, const Value& v0, State& st, Frame& fr, TSNode stmt) {
+  if (is(t, "identifier")) {
+    Value v = v0;
+    traceStore(v, "local", stmt);
+    st.locals[text(t)] = v;
+    return;
+  }
+  if (is(t, "attribute")) {
+    TSNode obj = field(t, "object");
+    if (is(obj, "identifier")) {
+      auto it = st.locals.find(text(obj));
+      if (it != st.locals.end() && it->second.k == Value::K::Object && it->second.tag == "self") {
+        Value v = v0;
+        traceStore(v, "attribute", stmt);
+        st.attrs[text(field(t, "attribute"))] = v;
+      }
+    }
+    return;
+  }
+  const Value& v = v0;
+  if (is(t, "pattern_list") || is(t, "tuple_pattern") || is(t, "list_pattern") || is(t, "tuple") ||
+      is(t, "list") || is(t, "expression_list")) {
+    auto ts = named(t);
+    bool simple = v.k == Value::K::List && v.items.size() == ts.size();
+    for (std::size_t i = 0; i < ts.size(); ++i) {
+      if (simple) {
+        assignTarget(ts[i], v.items[i], st, fr, stmt);
+      } else {
+        Value u = unknown(ts[i]);
+        u.text = shortText(ts[i]) + " (unpacked from line " + std::to_string(loc(t).line) + ")";
+        assignTarget(ts[i], u, st, fr);
+      }
+    }
+    return;
+  }
+  if (is(t, "parenthesized_expression")) {
+    assignTarget(firstNamed(t), v, st, fr, stmt);
+    return;
+  }
+  if (is(t, "list_splat_pattern")) assignTarget(firstNamed(t), unknown(t), st, fr);
+  // subscripts and attributes of other objects do not touch the gate state
+}
+
+void Walker::walkAssign(TSNode n, State& st, Frame& fr, TSNode stmt) {
+  std::vector<TSNode> targets;
+  TSNode cur = n;
+  while (is(cur, "assignment")) {
+    targets.push_back(field(cur, "left"));
+    TSNode r = field(cur, "right");
+    if (ts_node_is_null(r)) return;  // annotation only
+    cur = r;
+  }
+  Value v = evalStmtExpr(cur, st, fr, stmt);
+  for (TSNode t : targets) {
+    if (collecting_patches_) notePatchTarget(t, cur, st, fr);
+    assignTarget(t, v, st, fr, n);
+  }
+}
+
+void Walker::walkAugAssign(TSNode n, State& st, Frame& fr, TSNode stmt) {
+  TSNode l = field(n, "left");
+  std::string op = text(field(n, "operator"));
+  op = op.substr(0, op.size() - 1);
+  Ctx cx;
+  Value old = eval(l, st, fr, cx);
+  Value r = eval(field(n, "right"), st, fr, cx);
+  settle(st, fr, cx, stmt);
+  assignTarget(l, arith(op, old, r, n), st, fr);
+}
+
+// State for a branch taken under condition c.
+State Walker::branch(const State& base, const ExprPtr& c) {
+  State s = base;
+  s.prefix = model::And(base.full(), c);
+  s.rel = model::True();
+  s.broke = false;
+  return s;
+}
+
+// Join two branches that both started from base, split on c.
+State Walker::join(const State& base, const ExprPtr& c, const State& t, const State& e) {
+  State m = base;
+  m.rel = model::And(base.rel, iteB(c, t.rel, e.rel));
+  if (t.dead() && e.dead()) {
+    m.rel = model::False();
+    return m;
+  }
+  if (t.dead()) {
+    m.locals = e.locals, m.attrs = e.attrs, m.broke = e.broke;
+  } else if (e.dead()) {
+    m.locals = t.locals, m.attrs = t.attrs, m.broke = t.broke;
+  } else {
+    m.locals = mergeMaps(c, t.locals, e.locals);
+    m.attrs = mergeMaps(c, t.attrs, e.attrs);
+    m.broke = t.broke && e.broke;
+  }
+  return m;
+}
+
+void Walker::walkChain(const std::vector<Clause>& clauses, const std::function<void(State&)>* else_body,
+                       TSNode last_cond, State& st, Frame& fr, TSNode site) {
+  std::vector<State> bases, taken;
+  std::vector<ExprPtr> conds;
+  State cur = st;
+  ExprPtr none_before = model::True();
+  for (const auto& cl : clauses) {
+    ExprPtr c = cl.cond(cur);
+    State t = branch(cur, c);
+    if (model::isFalse(c)) {
+      t.rel = model::False();
+    } else {
+      if (!ts_node_is_null(cl.if_cond)) fr.ifs.push_back({cl.if_cond, false});
+      fr.guards.push_back({model::And(none_before, c),
+                           ts_node_is_null(cl.if_cond) ? TSNode{} : ts_node_parent(cl.if_cond)});
+      cl.body(t);
+      fr.guards.pop_back();
+      if (!ts_node_is_null(cl.if_cond)) fr.ifs.pop_back();
+    }
+    none_before = model::And(none_before, model::Not(c));
+    bases.push_back(cur);
+    taken.push_back(t);
+    conds.push_back(c);
+    cur = branch(cur, model::Not(c));
+    if (model::isTrue(c)) cur.rel = model::False();
+    if (cur.dead()) break;
+  }
+  if (else_body && !cur.dead()) {
+    if (!ts_node_is_null(last_cond)) fr.ifs.push_back({last_cond, true});
+    fr.guards.push_back({none_before, ts_node_is_null(last_cond) ? TSNode{} : ts_node_parent(last_cond)});
+    (*else_body)(cur);
+    fr.guards.pop_back();
+    if (!ts_node_is_null(last_cond)) fr.ifs.pop_back();
+  }
+  State m = cur;
+  for (std::size_t i = taken.size(); i-- > 0;) {
+    State before = m;
+    m = join(bases[i], conds[i], taken[i], m);
+    if (!ts_node_is_null(site)) {
+      overrideAtJoin(m.locals, taken[i].locals, before.locals, site);
+      overrideAtJoin(m.attrs, taken[i].attrs, before.attrs, site);
+    }
+  }
+  st = m;
+}
+
+// After an if: a traced variable that now depends on an env var through the
+// branch condition was overridden in one branch (`if env: flag = True`). The
+// hop is the `if` that reads the environment; the forced branch's own hops
+// (the literal's assignment) are folded into it.
+void Walker::overrideAtJoin(std::map<std::string, Value>& merged, const std::map<std::string, Value>& t,
+                            const std::map<std::string, Value>& e, TSNode site) {
+  for (auto& [k, v] : merged) {
+    if (v.origin.empty()) continue;
+    auto ti = t.find(k), ei = e.find(k);
+    if (ti == t.end() || ei == e.end()) continue;
+    if (ti->second.e && ei->second.e && ti->second.e == ei->second.e && ti->second.k == ei->second.k) continue;
+    auto before = v.origin.size();
+    envOverride(v, [&] { return ifHop("env override", site); });
+    if (v.origin.size() == before) continue;
+    const Value* forced = nullptr;
+    if (!hasSource(ti->second) && hasSource(ei->second)) forced = &ti->second;
+    if (!hasSource(ei->second) && hasSource(ti->second)) forced = &ei->second;
+    if (!forced) continue;
+    const Value& other = forced == &ti->second ? ei->second : ti->second;
+    std::vector<model::Hop> kept;
+    for (const auto& h : v.origin) {
+      bool own = false, shared = false;
+      for (const auto& x : forced->origin) own = own || sameHop(x, h);
+      for (const auto& x : other.origin) shared = shared || sameHop(x, h);
+      if (!own || shared) kept.push_back(h);
+    }
+    v.origin = kept;
+  }
+}
+
+void Walker::walkIf(TSNode n, State& st, Frame& fr) {
+  std::vector<Clause> cls;
+  std::vector<std::pair<TSNode, TSNode>> arms{{field(n, "condition"), field(n, "consequence")}};
+  TSNode else_body{};
+  for (TSNode k : named(n)) {
+    if (is(k, "elif_clause")) arms.push_back({field(k, "condition"), field(k, "consequence")});
+    else if (is(k, "else_clause")) else_body = field(k, "body");
+  }
+  for (auto& [c, b] : arms) {
+    TSNode cn = c, bn = b;
+    cls.push_back(Clause{[this, cn, &fr, n](State& s) { return truthy(evalStmtExpr(cn, s, fr, n)); },
+                         [this, bn, &fr](State& s) { walkBlock(bn, s, fr); }, cn});
+  }
+  std::function<void(State&)> eb = [this, else_body, &fr](State& s) { walkBlock(else_body, s, fr); };
+  walkChain(cls, ts_node_is_null(else_body) ? nullptr : &eb, arms.back().first, st, fr, n);
+}
+
+void Walker::walkLoop(TSNode n, State& st, Frame& fr) {
+  bool is_for = is(n, "for_statement");
+  std::string header = is_for ? "for " + shortText(field(n, "left")) + " in " + shortText(field(n, "right"))
+                              : "while " + shortText(field(n, "condition"));
+  int line = loc(n).line;
+  ExprPtr iterates = opaqueVar("loop@L" + std::to_string(line) + ": " + header, header + " iterates", Sort::Bool,
+                               loc(n));
+  TSNode body = field(n, "body");
+  std::vector<Clause> cls;
+  cls.push_back(Clause{[&, n](State& s) {
+                         if (is_for) return iterates;
+                         return model::And(iterates, truthy(evalStmtExpr(field(n, "condition"), s, fr, n)));
+                       },
+                       [&, n, body](State& s) {
+                         if (is_for) {
+                           Value u = unknown(field(n, "left"));
+                           u.text = "element of " + shortText(field(n, "right"));
+                           assignTarget(field(n, "left"), u, s, fr);
+                         }
+                         walkBlock(body, s, fr);
+                         s.broke = false;
+                       },
+                       TSNode{}});
+  walkChain(cls, nullptr, TSNode{}, st, fr);
+  st.broke = false;
+  for (TSNode k : named(n))
+    if (is(k, "else_clause") && !st.dead()) walkBlock(field(k, "body"), st, fr);
+}
+
+void Walker::walkTry(TSNode n, State& st, Frame& fr) {
+  TSNode body = field(n, "body");
+  std::vector<TSNode> handlers;
+  TSNode else_clause{}, finally_clause{};
+  for (TSNode k : named(n)) {
+    if (is(k, "except_clause") || is(k, "except_group_clause")) handlers.push_back(k);
+    else if (is(k, "else_clause")) else_clause = k;
+    else if (is(k, "finally_clause")) finally_clause = k;
+  }
+  if (!handlers.empty()) {
+    int line = loc(n).line;
+    TSNode first = firstNamed(body);
+    std::string what = ts_node_is_null(first) ? "try" : shortText(first);
+    // Whether an import succeeds is a fact of the user's machine (the kernel
+    // library is installed or not): a probe, free like p2p_ok. A try at module
+    // level runs at import time: what fails there is the installed software
+    // too. An exception from other code is code we did not interpret.
+    VarKind kind = fr.kind == Frame::Kind::Module || importsOnly(body) ? VarKind::Probe : VarKind::Opaque;
+    ExprPtr ok = opaqueVar("try@L" + std::to_string(line) + " ok: " + what,
+                           "the try block at line " + std::to_string(line) + " completes without an exception",
+                           Sort::Bool, loc(n), kind);
+    std::vector<Clause> cls;
+    cls.push_back(Clause{[ok](State&) { return ok; },
+                         [this, body, else_clause, &fr](State& s) {
+                           walkBlock(body, s, fr);
+                           if (!ts_node_is_null(else_clause) && !s.dead()) walkBlock(field(else_clause, "body"), s, fr);
+                         },
+                         TSNode{}});
+    for (std::size_t i = 0; i + 1 < handlers.size(); ++i) {
+      TSNode h = handlers[i];
+      TSNode hv = field(h, "value");
+      std::string ht = ts_node_is_null(hv) ? "except" : shortText(hv);
+      ExprPtr c = opaqueVar("except@L" + std::to_string(loc(h).line) + ": " + ht,
+                            "the exception is caught by `except " + ht + "`", Sort::Bool, loc(h), kind);
+      cls.push_back(Clause{[c](State&) { return c; }, [this, h, &fr](State& s) { walkHandler(h, s, fr); },
+                           TSNode{}});
+    }
+    TSNode lastH = handlers.back();
+    std::function<void(State&)> eb = [this, lastH, &fr](State& s) { walkHandler(lastH, s, fr); };
+    walkChain(cls, &eb, TSNode{}, st, fr);
+  } else {
+    walkBlock(body, st, fr);
+  }
+  if (!ts_node_is_null(finally_clause) && !st.dead())
+    for (TSNode k : named(finally_clause))
+      if (is(k, "block")) walkBlock(k, st, fr);
+}
+
+bool Walker::importsOnly(TSNode body) {
+  bool any_import = false;
+  for (TSNode k : named(body)) {
+    if (isExtra(k) || is(k, "pass_statement")) continue;
+    if (is(k, "import_statement") || is(k, "import_from_statement")) {
+      any_import = true;
+      continue;
+    }
+    if (is(k, "expression_statement")) {
+      TSNode a = firstNamed(k);
+      TSNode r = is(a, "assignment") ? field(a, "right") : TSNode{};
+      if (!ts_node_is_null(r) &&
+          (is(r, "true") || is(r, "false") || is(r, "none") || is(r, "integer") || is(r, "string")))
+        continue;
+    }
+    return false;
+  }
+  return any_import;
+}
+
+void Walker::walkHandler(TSNode h, State& s, Frame& fr) {
+  TSNode alias = field(h, "alias");
+  if (!ts_node_is_null(alias)) assignTarget(alias, unknown(alias), s, fr);
+  for (TSNode k : named(h))
+    if (is(k, "block")) walkBlock(k, s, fr);
+}
+
+void Walker::walkStmt(TSNode n, State& st, Frame& fr) {
+  DepthGuard g(*this, n);
+  if (aux_depth_ > 0) {
+    if (++aux_statements_ > kMaxStatements) throw AuxAbort{};
+  } else if (++statements_ > kMaxStatements) {
+    fail(n, "more than " + std::to_string(kMaxStatements) + " statements on the analysed paths; not analysed");
+  }
+  const char* t = ts_node_type(n);
+  if (!std::strcmp(t, "expression_statement")) {
+    for (TSNode k : named(n)) {
+      if (is(k, "assignment")) walkAssign(k, st, fr, n);
+      else if (is(k, "augmented_assignment")) walkAugAssign(k, st, fr, n);
+      else evalStmtExpr(k, st, fr, n);
+    }
+  } else if (!std::strcmp(t, "return_statement")) {
+    TSNode v = firstNamed(n);
+    Value val = ts_node_is_null(v) ? vNone() : evalStmtExpr(v, st, fr, n);
+    if (st.dead()) return;
+    if (fr.kind == Frame::Kind::Ctor)
+      recordReject(model::And(fr.entry, model::And(st.full(), model::Not(enabled(st.attrs)))), fr, n);
+    Exit x{st.full(), val, st.attrs, n};
+    for (const auto& g : fr.guards)
+      if (mentionsEnv(g.cond)) {
+        x.env_guarded = true;
+        if (!ts_node_is_null(g.stmt)) x.env_if = g.stmt;
+      }
+    fr.returns.push_back(x);
+    st.rel = model::False();
+  } else if (!std::strcmp(t, "raise_statement")) {
+    fr.deaths.push_back(st.full());
+    if (fr.in_ctor) recordReject(model::And(fr.entry, st.full()), fr, n);
+    st.rel = model::False();
+  } else if (!std::strcmp(t, "assert_statement")) {
+    TSNode c = firstNamed(n);
+    ExprPtr cond = truthy(evalStmtExpr(c, st, fr, n));
+    ExprPtr fails = model::And(st.full(), model::Not(cond));
+    if (!model::isFalse(fails)) {
+      fr.deaths.push_back(fails);
+      if (fr.in_ctor) {
+        fr.ifs.push_back({c, true});
+        recordReject(model::And(fr.entry, fails), fr, n);
+        fr.ifs.pop_back();
+      }
+    }
+    st.rel = model::And(st.rel, cond);
+  } else if (!std::strcmp(t, "if_statement")) {
+    walkIf(n, st, fr);
+  } else if (!std::strcmp(t, "for_statement") || !std::strcmp(t, "while_statement")) {
+    walkLoop(n, st, fr);
+  } else if (!std::strcmp(t, "try_statement")) {
+    walkTry(n, st, fr);
+  } else if (!std::strcmp(t, "with_statement")) {
+    walkBlock(field(n, "body"), st, fr);
+  } else if (!std::strcmp(t, "break_statement") || !std::strcmp(t, "continue_statement")) {
+    note("break/continue: the rest of the loop body is assumed to run on those paths too");
+    st.broke = true;
+  } else if (!std::strcmp(t, "import_statement") || !std::strcmp(t, "import_from_statement")) {
+    recordImport(n);
+  } else if (!std::strcmp(t, "function_definition") || !std::strcmp(t, "decorated_definition")) {
+    TSNode def = !std::strcmp(t, "decorated_definition") ? field(n, "definition") : n;
+    TSNode dec = !std::strcmp(t, "decorated_definition") ? n : TSNode{};
+    if (!is(def, "function_definition")) return;
+    std::string name = text(field(def, "name"));
+    if (fr.kind == Frame::Kind::Module) {
+      cur_->funcs[name] = funcInfo(def, dec, false);
+      st.locals.erase(name);
+    } else if (fr.kind == Frame::Kind::Class) {
+      methods_[name] = funcInfo(def, dec, true);
+    }
+    // nested defs inside functions are not followed
+  } else if (!std::strcmp(t, "class_definition")) {
+    // classes are found separately
+  } else if (!std::strcmp(t, "match_statement")) {
+    note("match statement at " + where(n) + " not modelled");
+  }
+  // pass, global, nonlocal, delete, type aliases: nothing to do
+}
+
+ExprPtr Walker::enabled(const std::map<std::string, Value>& attrs) {
+  auto it = attrs.find(spec_.enabling_attr);
+  if (it == attrs.end() || it->second.k == Value::K::Undef) return model::False();
+  return eqv(it->second, vBool(model::BoolC(spec_.enabling_value)), TSNode{});
+}
+
+}  // namespace layergate::python::detail

@@ -1,0 +1,285 @@
+// Walker: the symbolic executor of the gate class (private to the Python
+// frontend). Takes the given files, the target's PythonGateSpec and limits;
+// run() returns the Gate. The method bodies live in Walk*.cpp by concept:
+// values, expressions, calls, modules, patches, trace, statements; Walker.cpp
+// holds text/locations, symbols and the structure (run, pruneTentative).
+#pragma once
+
+#include <tree_sitter/api.h>
+
+#include <cstddef>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "model/Model.h"
+#include "python/PythonFrontend.h"
+#include "python/Scope.h"
+#include "python/Syntax.h"
+#include "python/Value.h"
+#include "target/Target.h"
+
+namespace layergate::python::detail {
+
+// A guard against formulas so deep that destroying them would exhaust the
+// stack: real gates run a few hundred statements, even with helpers inlined.
+constexpr int kMaxStatements = 10000;
+// Operands of one flat `a and b and ...` / `a + b + ...` chain.
+constexpr std::size_t kMaxChain = 10000;
+// Depth of a value merged from many branches before it becomes opaque.
+constexpr int kMaxMergeDepth = 32;
+constexpr int kMaxInlineDepth = 8;
+
+class Walker {
+ public:
+  Walker(const std::vector<SourceFile>& f, const target::PythonGateSpec& s, const Limits& l)
+      : files_(f), spec_(s), limits_(l) {}
+  ~Walker() {
+    for (auto& m : mods_)
+      if (m->tree) ts_tree_delete(m->tree);
+  }
+
+  model::Gate run();
+
+ private:
+  const std::vector<SourceFile>& files_;
+  const target::PythonGateSpec& spec_;
+  Limits limits_;
+  model::Gate gate_;
+
+  std::vector<std::unique_ptr<Module>> mods_;
+  Module* gate_mod_ = nullptr;
+  Module* cur_ = nullptr;  // the module whose names are in scope
+  mutable const Module* last_mod_ = nullptr;
+  std::vector<Patch> patches_;
+  bool collecting_patches_ = false;
+  std::set<const void*> forwarder_defs_;  // def nodes that are op wrappers
+  int forwarder_depth_ = 0;               // inside an inlined op wrapper
+  int aux_depth_ = 0;                     // walking another module's body or a patch scan
+  int aux_statements_ = 0;
+  int tentative_ = 0;
+  int env_read_calls_ = 0;  // what is recorded now is kept only if the gate's formulas use it
+  std::set<std::string> tentative_env_, tentative_opaques_;
+  std::map<std::pair<const void*, uint32_t>, std::size_t> native_index_;
+  std::map<std::string, Value> class_consts_;
+  std::map<std::string, FuncInfo> methods_;
+  std::string class_name_;
+  int depth_ = 0;
+  int statements_ = 0;
+  int merged_ = 0;
+  std::vector<const void*> call_stack_;
+  std::map<std::string, Sort> opaque_sorts_;
+  std::map<std::string, VarKind> opaque_kinds_;
+  int probe_depth_ = 0;  // inside the inlined body of a probe function
+  std::set<std::string> noted_;
+  bool strict_attrs_ = false;  // reading an unset self attribute raises
+
+  // --- text and locations ---------------------------------------------------
+  const Module& modOf(TSNode n) const;
+  std::string text(TSNode n) const;
+  std::string shortText(TSNode n) const;
+  Location loc(TSNode n, const std::string& role = "") const;
+  std::string where(TSNode n) const;
+  [[noreturn]] void fail(TSNode n, const std::string& msg) const;
+  void note(const std::string& n);
+
+  struct DepthGuard {
+    Walker& w;
+    DepthGuard(Walker& w_, TSNode n) : w(w_) {
+      if (++w.depth_ > w.limits_.max_depth)
+        w.fail(n, "nesting deeper than " + std::to_string(w.limits_.max_depth) + " levels; not analysed");
+    }
+    ~DepthGuard() { --w.depth_; }
+  };
+
+  // --- symbols ----------------------------------------------------------------
+  ExprPtr opaqueVar(std::string name, const std::string& txt, Sort sort, const Location& where,
+                    VarKind kind = VarKind::Opaque);
+  Value unknown(TSNode n);
+  ExprPtr probeVar(const std::string& probe);
+  void envRead(const std::string& name, TSNode at);
+  static std::vector<std::string> spellings(const std::string& c);
+  ExprPtr envTruthyValue(const std::string& name);
+
+  // --- value semantics -------------------------------------------------------
+  ExprPtr materialize(const Value& v, Sort s);
+  ExprPtr truthy(const Value& v);
+  ExprPtr asInt(const Value& v);
+
+  // --- trace origins ----------------------------------------------------------
+  static bool sameHop(const model::Hop& x, const model::Hop& y);
+  static void addHops(std::vector<model::Hop>& to, const std::vector<model::Hop>& from);
+  static bool hasSource(const Value& v);
+  static void unionOrigin(Value& v, const Value& a, const Value& b);
+  model::Hop hop(const std::string& kind, TSNode at) const;
+  static bool mentionsEnv(const ExprPtr& e);
+  model::Hop ifHop(const std::string& kind, TSNode at) const;
+  static bool isBoolLiteral(const Value& v);
+  static void envsOf(const Value& v, std::vector<std::string>& out);
+  void envOverride(Value& v, const std::function<model::Hop()>& at);
+  void traceStore(Value& v, const std::string& kind, TSNode stmt);
+  Value merge(const ExprPtr& c, const Value& a, const Value& b);
+  Value mergeRaw(const ExprPtr& c, const Value& a, const Value& b);
+  std::map<std::string, Value> mergeMaps(const ExprPtr& c, const std::map<std::string, Value>& a,
+                                         const std::map<std::string, Value>& b);
+  ExprPtr opaqueCond(TSNode site);
+  ExprPtr strEq(const Value& a, const Value& b);
+  ExprPtr eqv(const Value& a, const Value& b, TSNode site);
+  ExprPtr isNone(const Value& v, TSNode site);
+  ExprPtr order(Op op, const Value& a, const Value& b, TSNode site);
+  ExprPtr contains(const Value& x, const Value& c, TSNode site);
+  Value arith(const std::string& op, const Value& a, const Value& b, TSNode site);
+  Value toInt(const Value& v, TSNode site);
+  Value applyStrMethod(const Value& v, const std::string& m, TSNode site);
+
+  // --- names ----------------------------------------------------------------
+  std::string resolveAlias(const std::string& name) const;
+  std::string dotted(TSNode n) const;
+  bool isEnvModule(TSNode n, const State& st) const;
+  Value envModuleRead(const std::string& var, TSNode at);
+  Value lookup(const std::string& name, const State& st, TSNode at);
+
+  // --- expressions ------------------------------------------------------------
+  Value eval(TSNode n, State& st, Frame& fr, Ctx& cx);
+  Value parseInt(TSNode n);
+  Value parseString(TSNode n);
+  void checkChain(std::size_t n, TSNode at);
+  Value evalBoolChain(TSNode n, State& st, Frame& fr, Ctx& cx);
+  Value evalArithChain(TSNode n, State& st, Frame& fr, Ctx& cx);
+  Value evalCompare(TSNode n, State& st, Frame& fr, Ctx& cx);
+  Value evalAttribute(TSNode n, State& st, Frame& fr, Ctx& cx);
+  Value evalSubscript(TSNode n, State& st, Frame& fr, Ctx& cx);
+
+  // --- calls ------------------------------------------------------------------
+  struct Args {
+    std::vector<TSNode> pos;
+    std::vector<std::pair<std::string, TSNode>> kw;
+    bool splat = false;
+  };
+  Args parseArgs(TSNode args);
+  TSNode argAt(const Args& a, std::size_t i, const char* kw);
+  Value envGet(TSNode call, const Args& a, State& st, Frame& fr, Ctx& cx);
+  Value envBool(TSNode call, const Args& a, State& st, Frame& fr, Ctx& cx);
+  Value builtin(const std::string& f, TSNode call, const Args& a, State& st, Frame& fr, Ctx& cx, bool& handled);
+  Value toIntAt(const Value& v, TSNode call);
+  static bool notAnOp(const std::string& name);
+  static bool isLoggingObject(const std::string& base);
+  std::string baseName(TSNode n) const;
+  Value evalCall(TSNode n, State& st, Frame& fr, Ctx& cx);
+  Value probeValue(const std::string& probe);
+  Value probeAt(const std::string& probe, TSNode call);
+
+  // --- given files: calls, op wrappers, native calls ---------------------------------
+  Value callGiven(const FuncInfo& fi, const std::string& fname, const Value& self, TSNode call, TSNode fnnode,
+                  const Args& a, State& st, Frame& fr, Ctx& cx);
+  bool recordingCalls(const Frame& fr, TSNode call) const;
+  static std::string opName(const std::string& callee);
+  ExprPtr flagExpr(const Value& v);
+  void recordNative(TSNode call, TSNode fnnode, const std::string& name, State& st, Frame& fr, Ctx& cx);
+  void addNative(model::NativeCall nc, TSNode call);
+  std::vector<Param> parseParams(TSNode params);
+  Value defaultValue(const Param& p);
+  Value paramUnknown(const std::string& name, TSNode at);
+  void bindParams(const std::vector<Param>& params, bool is_method, const Value& self, const std::vector<Value>& pos,
+                  std::map<std::string, Value> kw, TSNode call, State& cs);
+
+  struct ModuleScope {
+    Walker& w;
+    Module* saved;
+    ModuleScope(Walker& w_, Module* m) : w(w_), saved(w_.cur_) {
+      if (m) {
+        if (m != w.gate_mod_) w.ensureWalked(m);
+        w.cur_ = m;
+      }
+    }
+    ~ModuleScope() { w.cur_ = saved; }
+  };
+
+  Value callFunction(const FuncInfo& fi, const std::string& fname, const Value& self, TSNode call, const Args& a,
+                     State& st, Frame& fr, Ctx& cx);
+  Value inlineBody(const FuncInfo& fi, const std::string& fname, const Value& self, TSNode call,
+                   const std::vector<Value>& pos, const std::map<std::string, Value>& kw, State& st, Frame& fr,
+                   Ctx& cx, bool probe_rules);
+  void collectVars(const Value& v, std::set<std::string>& out);
+
+  // --- given files: modules and imports -------------------------------------------
+  struct AuxAbort {};
+
+  static std::vector<std::string> splitDots(const std::string& d);
+  static std::string joinDots(const std::vector<std::string>& parts);
+  static void moduleNames(Module& m);
+  Module* findModule(const std::vector<std::string>& comps, const Module* from) const;
+
+  struct Resolved {
+    Module* mod = nullptr;
+    const FuncInfo* fn = nullptr;
+  };
+
+  Resolved resolveDotted(const std::string& dotted, const Module* from, int depth = 0);
+  Resolved resolveIn(Module* m, const std::vector<std::string>& rest, int depth);
+  void ensureWalked(Module* m);
+  void collectDecls(Module& m);
+
+  // --- monkeypatched probes ------------------------------------------------------------
+  bool isPatchSite(TSNode n) const;
+  bool hasPatchSite(TSNode root) const;
+  static bool looksLikeClass(const std::string& objText);
+  void addPatch(const std::string& probe, TSNode value, TSNode target, const std::string& obj, const ExprPtr& cond,
+                TSNode at);
+  void notePatchTarget(TSNode t, TSNode rhs, State& st, Frame& fr);
+  void notePatchSetattr(TSNode call, const Args& a, State& st, Frame& fr, Ctx& cx);
+  void scanPatchFunctions(Module& m);
+  Value applyPatches(const std::string& probe, Value orig, TSNode call, const Args& a, State& st, Frame& fr,
+                     Ctx& cx);
+  Value evalPatch(const Patch& p, TSNode call, const std::vector<Value>& pos, const std::map<std::string, Value>& kw,
+                  State& st, Frame& fr, Ctx& cx);
+
+  // --- op wrappers ---------------------------------------------------------------------
+  bool externalCallee(TSNode f, const std::vector<Param>& params, Module& m);
+  void findForwarders(Module& m);
+
+  // --- statements ---------------------------------------------------------------
+  void settle(State& st, Frame& fr, Ctx& cx, TSNode stmt);
+  void recordReject(const ExprPtr& cond, const Frame& fr, TSNode stmt);
+  Value evalStmtExpr(TSNode n, State& st, Frame& fr, TSNode stmt);
+  void walkBlock(TSNode block, State& st, Frame& fr);
+  void assignTarget(TSNode t, const Value& v0, State& st, Frame& fr, TSNode stmt = TSNode{});
+  void walkAssign(TSNode n, State& st, Frame& fr, TSNode stmt);
+  void walkAugAssign(TSNode n, State& st, Frame& fr, TSNode stmt);
+  static State branch(const State& base, const ExprPtr& c);
+  State join(const State& base, const ExprPtr& c, const State& t, const State& e);
+
+  struct Clause {
+    std::function<ExprPtr(State&)> cond;  // evaluated on the state where earlier clauses failed
+    std::function<void(State&)> body;
+    TSNode if_cond{};  // for reject texts
+  };
+
+  void walkChain(const std::vector<Clause>& clauses, const std::function<void(State&)>* else_body, TSNode last_cond,
+                 State& st, Frame& fr, TSNode site = TSNode{});
+  void overrideAtJoin(std::map<std::string, Value>& merged, const std::map<std::string, Value>& t,
+                      const std::map<std::string, Value>& e, TSNode site);
+  void walkIf(TSNode n, State& st, Frame& fr);
+  void walkLoop(TSNode n, State& st, Frame& fr);
+  void walkTry(TSNode n, State& st, Frame& fr);
+  // A try body of imports (and flag assignments of literals beside them).
+  static bool importsOnly(TSNode body);
+  void walkHandler(TSNode h, State& s, Frame& fr);
+  void recordImport(TSNode n);
+  FuncInfo funcInfo(TSNode def, TSNode decorated, bool is_method);
+  void walkStmt(TSNode n, State& st, Frame& fr);
+  ExprPtr enabled(const std::map<std::string, Value>& attrs);
+  std::string deferredEntry(TSNode en);
+
+  // --- structure ----------------------------------------------------------------
+  void pruneTentative();
+  void checkSyntax(TSNode root);
+  std::vector<TSNode> findClasses(TSNode root, const std::string& name);
+  TSNode findEnabling(TSNode fn);
+};
+
+}  // namespace layergate::python::detail
