@@ -13,7 +13,7 @@ fail=0
 build() {  # name header python
   local out="$tmp/$1"
   "$lg" selftest --header "$2" --python "$3" --emit-harness "$out" > "$out.log" 2>&1 || { cat "$out.log"; echo "FAIL: $1: no harness"; fail=1; return; }
-  if "$nvcc" -std=c++17 -arch=sm_90 -c -I"$out/include" -I"$(dirname "$2")" -o "$out/harness.o" "$out/harness.cu" > "$out.nvcc" 2>&1; then
+  if "$nvcc" -std=c++17 -arch=sm_90 --expt-relaxed-constexpr --expt-extended-lambda -c -I"$out/include" -I"$(dirname "$2")" -o "$out/harness.o" "$out/harness.cu" > "$out.nvcc" 2>&1; then
     echo "ok: $1 harness compiles"
   else
     head -40 "$out.nvcc"; echo "FAIL: $1: the harness does not compile"; fail=1

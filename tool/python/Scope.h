@@ -80,6 +80,7 @@ struct Module {
   std::map<std::string, Value> globals;
   int walked = 0;  // 0 not yet, 1 walking, 2 done
   bool syntax_ok = true;
+  bool from_disk = false;  // not given: found on disk by following an import
 };
 
 // A probe replaced by an assignment in a given file (a monkeypatch).

@@ -294,6 +294,12 @@ Value Walker::evalAttribute(TSNode n, State& st, Frame& fr, Ctx& cx) {
   if (isEnvModule(obj, st)) return envModuleRead(attr, n);
   std::string d = dotted(n);
   if (d == "os.environ") return vObject("environ", d);
+  // A platform value by its dotted name (torch.version.hip): None off its
+  // platform, some version string on it.
+  if (d.find('.') != std::string::npos) {
+    auto dv = spec_.platform_flags.find(d);
+    if (dv != spec_.platform_flags.end()) return dv->second ? vObject("module", d) : vNone();
+  }
   Value o = eval(obj, st, fr, cx);
   if (o.k == Value::K::Object) {
     if (o.tag == "self") {

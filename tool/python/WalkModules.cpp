@@ -2,10 +2,16 @@
 #include "python/Walker.h"
 
 #include <filesystem>
+#include <fstream>
+#include <optional>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "model/Errors.h"
+
+extern "C" const TSLanguage* tree_sitter_python();
 
 namespace layergate::python::detail {
 
@@ -143,39 +149,191 @@ void Walker::ensureWalked(Module* m) {
   if (!problem.empty()) note(m->file->path + ": module body read in part (" + problem + ")");
 }
 
-// Imports, functions and classes of a file, before anything is walked.
+// Imports, functions and classes of a file, before anything is walked, in
+// source order (a later def of a name replaces an earlier one, as in Python).
+// Module-level branches on the platform are decided for the target: SGLang's
+// op wrappers define each op once under `if torch.version.hip is not None:`
+// (or `if is_hip():`) and again under `else:`, with other arities; only the
+// target's definitions exist at run time.
 void Walker::collectDecls(Module& m) {
   Module* saved = cur_;
   cur_ = &m;
-  std::vector<TSNode> stack{m.root};
-  while (!stack.empty()) {
-    TSNode n = stack.back();
-    stack.pop_back();
-    for (TSNode k : named(n)) {
-      TSNode def = is(k, "decorated_definition") ? field(k, "definition") : k;
-      TSNode dec = is(k, "decorated_definition") ? k : TSNode{};
-      if (is(k, "import_statement") || is(k, "import_from_statement")) {
-        recordImport(k);
-      } else if (is(def, "function_definition")) {
-        FuncInfo fi = funcInfo(def, dec, false);
-        m.funcs[text(field(def, "name"))] = fi;
-      } else if (is(def, "class_definition")) {
-        std::string cname = text(field(def, "name"));
-        m.classes[cname] = def;
-        for (TSNode s : named(field(def, "body"))) {
-          TSNode md = is(s, "decorated_definition") ? field(s, "definition") : s;
-          if (!is(md, "function_definition")) continue;
-          FuncInfo fi = funcInfo(md, is(s, "decorated_definition") ? s : TSNode{}, true);
-          m.funcs[cname + "." + text(field(md, "name"))] = fi;
-        }
-      } else if (is(k, "if_statement") || is(k, "elif_clause") || is(k, "else_clause") ||
-                 is(k, "try_statement") || is(k, "except_clause") || is(k, "finally_clause") ||
-                 is(k, "with_statement") || is(k, "block")) {
-        stack.push_back(k);
+  collectBlock(m, m.root, 0);
+  cur_ = saved;
+}
+
+void Walker::collectBlock(Module& m, TSNode block, int depth) {
+  if (depth > limits_.max_depth) return;
+  for (TSNode k : named(block)) {
+    TSNode def = is(k, "decorated_definition") ? field(k, "definition") : k;
+    TSNode dec = is(k, "decorated_definition") ? k : TSNode{};
+    if (is(k, "import_statement") || is(k, "import_from_statement")) {
+      recordImport(k);
+    } else if (is(def, "function_definition")) {
+      m.funcs[text(field(def, "name"))] = funcInfo(def, dec, false);
+    } else if (is(def, "class_definition")) {
+      std::string cname = text(field(def, "name"));
+      m.classes[cname] = def;
+      for (TSNode s : named(field(def, "body"))) {
+        TSNode md = is(s, "decorated_definition") ? field(s, "definition") : s;
+        if (!is(md, "function_definition")) continue;
+        m.funcs[cname + "." + text(field(md, "name"))] = funcInfo(md, is(s, "decorated_definition") ? s : TSNode{}, true);
       }
+    } else if (is(k, "if_statement")) {
+      // if / elif / else in order: a decided-true branch is the only one
+      // taken; a decided-false one is skipped; an undecided one may run.
+      std::vector<std::pair<TSNode, TSNode>> clauses{{field(k, "condition"), field(k, "consequence")}};
+      for (TSNode a : named(k))
+        if (is(a, "elif_clause")) clauses.push_back({field(a, "condition"), field(a, "consequence")});
+        else if (is(a, "else_clause")) clauses.push_back({TSNode{}, field(a, "body")});
+      for (const auto& [cond, body] : clauses) {
+        std::optional<bool> v = ts_node_is_null(cond) ? std::optional<bool>(true) : platformTruth(cond);
+        if (v && !*v) continue;
+        collectBlock(m, body, depth + 1);
+        if (v) break;
+      }
+    } else if (is(k, "try_statement") || is(k, "except_clause") || is(k, "except_group_clause") ||
+               is(k, "finally_clause") || is(k, "else_clause") || is(k, "with_statement") || is(k, "block")) {
+      collectBlock(m, k, depth + 1);
     }
   }
-  cur_ = saved;
+}
+
+std::optional<bool> Walker::platformTruth(TSNode c) const {
+  if (ts_node_is_null(c)) return std::nullopt;
+  if (is(c, "parenthesized_expression")) return platformTruth(firstNamed(c));
+  if (is(c, "not_operator")) {
+    auto v = platformTruth(field(c, "argument"));
+    if (v) return !*v;
+    return std::nullopt;
+  }
+  if (is(c, "boolean_operator")) {
+    auto a = platformTruth(field(c, "left")), b = platformTruth(field(c, "right"));
+    bool is_and = text(field(c, "operator")) == "and";
+    if (is_and) {
+      if ((a && !*a) || (b && !*b)) return false;
+      if (a && b) return true;
+      return std::nullopt;
+    }
+    if ((a && *a) || (b && *b)) return true;
+    if (a && b) return false;
+    return std::nullopt;
+  }
+  auto flag = [&](TSNode n) -> std::optional<bool> {
+    std::string t = text(n);
+    auto it = spec_.platform_flags.find(t);  // a dotted value (torch.version.hip) or a name
+    if (it != spec_.platform_flags.end()) return it->second;
+    if (is(n, "attribute")) {
+      it = spec_.platform_flags.find(text(field(n, "attribute")));
+      if (it != spec_.platform_flags.end() && it->first.find('.') == std::string::npos) return it->second;
+    }
+    return std::nullopt;
+  };
+  if (is(c, "identifier") || is(c, "attribute")) return flag(c);
+  if (is(c, "call")) {
+    TSNode args = field(c, "arguments");
+    if (!named(args).empty()) return std::nullopt;
+    return flag(field(c, "function"));
+  }
+  if (is(c, "comparison_operator")) {
+    // X is None / X is not None over a platform value that is None off its platform
+    auto ops = children(c, false);
+    auto kids = named(c);
+    if (kids.size() != 2 || !is(kids[1], "none")) return std::nullopt;
+    std::string op;
+    for (TSNode o : ops)
+      if (!ts_node_is_named(o)) op += (op.empty() ? "" : " ") + std::string(ts_node_type(o));
+    auto v = flag(kids[0]);
+    if (!v) return std::nullopt;
+    if (op == "is not") return *v;
+    if (op == "is") return !*v;
+  }
+  return std::nullopt;
+}
+
+Module* Walker::addModule(const SourceFile& f, bool from_disk) {
+  auto m = std::make_unique<Module>();
+  m->file = &f;
+  m->from_disk = from_disk;
+  TSParser* parser = ts_parser_new();
+  ts_parser_set_language(parser, tree_sitter_python());
+  m->tree = ts_parser_parse_string(parser, nullptr, f.text.data(), static_cast<uint32_t>(f.text.size()));
+  ts_parser_delete(parser);
+  if (!m->tree) throw InputError(f.path + ": could not be parsed");
+  m->root = ts_tree_root_node(m->tree);
+  moduleNames(*m);
+  mods_.push_back(std::move(m));
+  return mods_.back().get();
+}
+
+// A dotted module name to a file beside `from`: the nearest ancestor folder
+// of `from` under which the name's path exists (python/ for sglang.srt.x),
+// the longest module prefix first (a.b.c may be a module, or a name in a.b).
+std::string Walker::findOnDisk(const std::string& dotted, const Module& from) const {
+  namespace fs = std::filesystem;
+  std::vector<std::string> comps = splitDots(dotted);
+  for (const auto& c : comps)
+    if (c.empty()) return "";
+  fs::path dir = fs::path(from.file->path).parent_path();
+  for (int up = 0; up < 12; ++up) {
+    for (std::size_t k = comps.size(); k > 0; --k) {
+      fs::path p = dir;
+      for (std::size_t i = 0; i < k; ++i) p /= comps[i];
+      std::error_code ec;
+      fs::path file = p;
+      file += ".py";
+      if (fs::is_regular_file(file, ec)) return file.lexically_normal().generic_string();
+      fs::path init = p / "__init__.py";
+      if (fs::is_regular_file(init, ec)) return init.lexically_normal().generic_string();
+      // stop at the first folder that exists: a.b.c is not found above it
+      if (k == 1 || !fs::is_directory(p.parent_path(), ec)) continue;
+    }
+    if (dir.empty() || dir == dir.root_path()) break;
+    fs::path parent = dir.parent_path();
+    if (parent == dir) break;
+    dir = parent;
+  }
+  return "";
+}
+
+void Walker::followImports() {
+  std::vector<std::pair<Module*, int>> frontier;
+  for (auto& m : mods_)
+    if (m.get() == gate_mod_) frontier.push_back({m.get(), 0});
+  std::set<std::string> loaded;
+  for (auto& m : mods_) loaded.insert(std::filesystem::path(m->file->path).lexically_normal().generic_string());
+  std::vector<std::string> followed;
+  while (!frontier.empty() && disk_files_.size() < kMaxDiskModules) {
+    auto [from, hops] = frontier.front();
+    frontier.erase(frontier.begin());
+    if (hops >= kMaxImportHops) continue;
+    std::vector<std::string> targets;
+    for (const auto& [local, origin] : from->aliases) targets.push_back(origin);
+    for (const auto& origin : targets) {
+      if (disk_files_.size() >= kMaxDiskModules) break;
+      if (resolveDotted(origin, from, 0).mod) continue;  // a given file answers
+      std::string path = findOnDisk(origin, *from);
+      if (path.empty() || !loaded.insert(path).second) continue;
+      std::error_code ec;
+      auto size = std::filesystem::file_size(path, ec);
+      if (ec || size > limits_.max_bytes) continue;
+      std::ifstream in(path, std::ios::binary);
+      if (!in) continue;
+      std::ostringstream ss;
+      ss << in.rdbuf();
+      disk_files_.push_back(std::make_unique<SourceFile>(SourceFile{path, ss.str()}));
+      Module* m = addModule(*disk_files_.back(), true);
+      try {
+        checkSyntax(m->root);
+      } catch (const InputError&) {
+        m->syntax_ok = false;
+      }
+      collectDecls(*m);
+      followed.push_back(path);
+      frontier.push_back({m, hops + 1});
+    }
+  }
+  for (const auto& p : followed) gate_.files.push_back(p);
 }
 
 void Walker::recordImport(TSNode n) {

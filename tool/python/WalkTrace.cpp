@@ -233,8 +233,12 @@ bool Walker::externalCallee(TSNode f, const std::vector<Param>& params, Module& 
     ext = false;
   else if (d == "os.getenv" || d == "os.environ.get" || isLoggingObject(base))
     ext = false;
-  else if (m.aliases.count(base) && resolveDotted(d, &m).fn)
-    ext = false;
+  else if (m.aliases.count(base)) {
+    // A function of another file is a native call only when it is itself an
+    // op wrapper (a chain: SGLang's ops module over sgl_kernel.allreduce).
+    Resolved r = resolveDotted(d, &m);
+    if (r.fn && !forwarder_defs_.count(r.fn->node.id)) ext = false;
+  }
   cur_ = saved;
   return ext;
 }
@@ -245,6 +249,7 @@ void Walker::findForwarders(Module& m) {
             [](const auto& x, const auto& y) { return ts_node_start_byte(x.second.node) < ts_node_start_byte(y.second.node); });
   for (const auto& [key, fi] : fs) {
     if (fi.is_method && !fi.is_static) continue;
+    if (forwarder_defs_.count(fi.node.id)) continue;  // found in an earlier pass
     if (&m == gate_mod_ && key.rfind(class_name_ + ".", 0) == 0) continue;
     auto params = parseParams(field(fi.node, "parameters"));
     model::Forwarder best;

@@ -292,23 +292,7 @@ TSNode Walker::findEnabling(TSNode fn) {
 model::Gate Walker::run() {
   if (files_.empty()) throw InputError("no Python file given");
   for (const auto& f : files_) checkBytes(f, limits_);
-  {
-    TSParser* parser = ts_parser_new();
-    ts_parser_set_language(parser, tree_sitter_python());
-    for (const auto& f : files_) {
-      auto m = std::make_unique<Module>();
-      m->file = &f;
-      m->tree = ts_parser_parse_string(parser, nullptr, f.text.data(), static_cast<uint32_t>(f.text.size()));
-      if (!m->tree) {
-        ts_parser_delete(parser);
-        throw InputError(f.path + ": could not be parsed");
-      }
-      m->root = ts_tree_root_node(m->tree);
-      moduleNames(*m);
-      mods_.push_back(std::move(m));
-    }
-    ts_parser_delete(parser);
-  }
+  for (const auto& f : files_) addModule(f, false);
 
   // The gate file: the first that defines a class the spec names (the first
   // such name in it).
@@ -367,13 +351,19 @@ model::Gate Walker::run() {
 
   // Every file's imports, functions and classes; then the op wrappers.
   for (auto& m : mods_) collectDecls(*m);
-  for (auto& m : mods_) findForwarders(*m);
+  followImports();
+  // Op wrappers, then wrappers of wrappers (a pass per level of the chain).
+  for (int pass = 0; pass < 3; ++pass) {
+    std::size_t before = gate_.forwarders.size();
+    for (auto& m : mods_) findForwarders(*m);
+    if (gate_.forwarders.size() == before) break;
+  }
 
   // Monkeypatched probes: the other files' bodies first, then the gate
   // module's body (walked below as before), then functions that patch.
   collecting_patches_ = true;
   for (auto& m : mods_)
-    if (m.get() != gate_mod_ && hasPatchSite(m->root)) ensureWalked(m.get());
+    if (m.get() != gate_mod_ && !m->from_disk && hasPatchSite(m->root)) ensureWalked(m.get());
 
   // Module level: imports, constants, platform flags, helper functions.
   {
@@ -384,7 +374,8 @@ model::Gate Walker::run() {
     gate_mod_->globals = st.locals;
     gate_mod_->walked = 2;
   }
-  for (auto& m : mods_) scanPatchFunctions(*m);
+  for (auto& m : mods_)
+    if (!m->from_disk) scanPatchFunctions(*m);
   collecting_patches_ = false;
   cur_ = gate_mod_;
   // Class body: constants and methods.

@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -45,6 +46,11 @@ class Walker {
 
   model::Gate run();
 
+  // Bounds on following imports onto disk (modules of the checkout that were
+  // not given): how many files, and how many import hops from the gate.
+  static constexpr std::size_t kMaxDiskModules = 48;
+  static constexpr int kMaxImportHops = 2;
+
  private:
   const std::vector<SourceFile>& files_;
   const target::PythonGateSpec& spec_;
@@ -52,6 +58,7 @@ class Walker {
   model::Gate gate_;
 
   std::vector<std::unique_ptr<Module>> mods_;
+  std::vector<std::unique_ptr<SourceFile>> disk_files_;  // modules found by following imports
   Module* gate_mod_ = nullptr;
   Module* cur_ = nullptr;  // the module whose names are in scope
   mutable const Module* last_mod_ = nullptr;
@@ -223,6 +230,16 @@ class Walker {
   Resolved resolveIn(Module* m, const std::vector<std::string>& rest, int depth);
   void ensureWalked(Module* m);
   void collectDecls(Module& m);
+  void collectBlock(Module& m, TSNode block, int depth);
+  // A condition on the platform alone (the target's platform flags, `is_hip()`,
+  // `torch.version.hip is not None`), decided for the target platform; nullopt
+  // when it reads anything else.
+  std::optional<bool> platformTruth(TSNode cond) const;
+  Module* addModule(const SourceFile& f, bool from_disk);
+  // Modules the gate imports (and, within kMaxImportHops, what they import)
+  // that no given file answers to, read from disk beside the given files.
+  void followImports();
+  std::string findOnDisk(const std::string& dotted, const Module& from) const;
 
   // --- monkeypatched probes ------------------------------------------------------------
   bool isPatchSite(TSNode n) const;

@@ -283,7 +283,10 @@ void runHarness(const Options& o, const Plan& plan, const Topology& topo, Phase&
   const std::string cu = writeHarness(plan, dir);
   const std::string exe = (fs::path(dir) / "harness").string();
   int cc = topo.gpus.empty() ? 90 : topo.gpus[0].cc;
-  std::vector<std::string> argv{nvcc, "-std=c++17", "-O2", "-arch=sm_" + std::to_string(cc), "-I" + dir + "/include",
+  // The flags SGLang's and vLLM's builds pass: some vLLM-family headers call
+  // constexpr host functions from device code and use __device__ lambdas.
+  std::vector<std::string> argv{nvcc, "-std=c++17", "-O2", "-arch=sm_" + std::to_string(cc),
+                                "--expt-relaxed-constexpr", "--expt-extended-lambda", "-I" + dir + "/include",
                                 "-I" + fs::path(plan.header).parent_path().string()};
   for (const auto& i : o.include_dirs) argv.push_back("-I" + i);
   argv.insert(argv.end(), {"-o", exe, cu});
