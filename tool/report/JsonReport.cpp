@@ -69,6 +69,7 @@ std::string renderJson(const Result& r) {
       json d = {{"kind", leafKind(p.kind)}, {"sizes", rangeJson(p.sizes)}, {"file", p.where.file}, {"line", p.where.line}};
       if (p.kind == model::LeafKind::Launch) d["kernel"] = p.kernel; else d["reason"] = p.kernel;
       if (p.precondition) d["precondition"] = true;
+      if (!p.when.empty()) d["when"] = p.when;
       dispatch.push_back(d);
     }
     json m = {{"world_size", v.cell.world_size}, {"full_nvlink", v.cell.full_nvlink}, {"gate", gate}, {"dispatch", dispatch}};

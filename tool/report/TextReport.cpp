@@ -38,13 +38,21 @@ std::string dispatchCell(const solve::CellVerdict& v) {
   // Only what can run for some value of the dispatch's own preconditions;
   // launches first, then fall-throughs and throws.
   std::vector<std::string> parts;
-  for (int pass = 0; pass < 3; ++pass) {
+  // What runs with nothing set comes first; each C++-only override after it.
+  for (int pass = 0; pass < 6; ++pass) {
     for (const auto& p : v.dispatch) {
       if (p.precondition) continue;  // listed in JSON; not a property of the cell
       int want = p.kind == model::LeafKind::Launch ? 0 : p.kind == model::LeafKind::None ? 1 : 2;
-      if (want != pass) continue;
-      std::string what = pass == 0 ? p.kernel : pass == 1 ? "no kernel" : "throw";
+      if (want != pass % 3 || p.when.empty() != (pass < 3)) continue;
+      // an override that selects what runs anyway says nothing new
+      if (!p.when.empty() && std::any_of(v.dispatch.begin(), v.dispatch.end(), [&](const solve::DispatchPart& q) {
+            return q.when.empty() && !q.precondition && q.kind == p.kind && q.kernel == p.kernel &&
+                   q.sizes.lo == p.sizes.lo && q.sizes.hi == p.sizes.hi;
+          }))
+        continue;
+      std::string what = pass % 3 == 0 ? p.kernel : pass % 3 == 1 ? "no kernel" : "throw";
       std::string s = fmt::format("{} ({})", what, p.sizes.str());
+      if (!p.when.empty()) s = "with " + p.when + ": " + s;
       if (std::find(parts.begin(), parts.end(), s) == parts.end()) parts.push_back(s);
     }
   }

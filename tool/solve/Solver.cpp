@@ -496,6 +496,9 @@ std::vector<Cell> Solver::cells() const {
 const std::vector<CellVerdict>& Solver::matrix() {
   if (matrix_) return *matrix_;
   Impl& I = *impl_;
+  std::vector<std::string> cpp_only;
+  for (const auto& n : dispatch_.env_reads)
+    if (std::find(gate_.env_reads.begin(), gate_.env_reads.end(), n) == gate_.env_reads.end()) cpp_only.push_back(n);
   std::vector<CellVerdict> out;
   for (const Cell& c : cells()) {
     CellVerdict v;
@@ -533,20 +536,43 @@ const std::vector<CellVerdict>& Solver::matrix() {
           v.dispatch.push_back(std::move(p));
           continue;
         }
+        // With the C++-only env variables unset first (what runs when the
+        // user sets nothing), then what each override adds.
         z3::expr f = I.leaf_conds[i] && I.cellExpr(c);
-        bool reach;
+        z3::expr unset = I.ctx.bool_val(true);
+        for (const auto& n : cpp_only) unset = unset && !I.var(model::envSetVar(n), Sort::Bool, VarKind::Config, Side::Cpp);
+        std::optional<SizeRange> plain;
         {
           Impl::Query lq(I);
-          lq.s.add(f);
-          reach = I.sat(lq.s, c, "dispatch");
+          lq.s.add(f && unset);
+          if (I.sat(lq.s, c, "dispatch")) plain = I.sizeRange(f && unset, c);
         }
-        if (!reach) continue;
-        DispatchPart p;
-        p.kind = leaf.kind;
-        p.kernel = leaf.kind == LeafKind::Launch ? leaf.kernel : leaf.text;
-        p.sizes = I.sizeRange(f, c);
-        p.where = leaf.spelling;
-        v.dispatch.push_back(std::move(p));
+        auto part = [&](const SizeRange& r, std::string when) {
+          DispatchPart p;
+          p.kind = leaf.kind;
+          p.kernel = leaf.kind == LeafKind::Launch ? leaf.kernel : leaf.text;
+          p.sizes = r;
+          p.where = leaf.spelling;
+          p.when = std::move(when);
+          v.dispatch.push_back(std::move(p));
+        };
+        if (plain) part(*plain, "");
+        for (const auto& n : cpp_only) {
+          z3::expr set = I.var(model::envSetVar(n), Sort::Bool, VarKind::Config, Side::Cpp);
+          z3::expr g = f && set;
+          for (const auto& o : cpp_only)
+            if (o != n) g = g && !I.var(model::envSetVar(o), Sort::Bool, VarKind::Config, Side::Cpp);
+          Impl::Query eq(I);
+          eq.s.add(g);
+          if (!I.sat(eq.s, c, "dispatch")) continue;
+          z3::expr val = I.var(model::envVar(n), Sort::Str, VarKind::Config, Side::Cpp);
+          z3::expr pinned = g && val == eq.s.get_model().eval(val, true);
+          auto text = I.strOf(eq.s.get_model().eval(val, true));
+          SizeRange r = I.sizeRange(pinned, c);
+          // An override that only repeats the default adds nothing to say.
+          if (plain && leaf.kind == LeafKind::Launch && r.lo == plain->lo && r.hi == plain->hi) continue;
+          part(r, n + "=" + text.value_or("<any other value>"));
+        }
       }
       // Leaves reachable only through opaque preconditions (buffer not
       // registered, size not a multiple of the pack) are kept: the report

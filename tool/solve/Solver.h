@@ -60,6 +60,10 @@ struct DispatchPart {
   SizeRange sizes;
   model::Location where;
   bool precondition = false;  // a throw/fall-through reached only through the dispatch's own opaque preconditions
+  // Reached only when an env variable that only C++ reads is set (an
+  // algorithm override): "VLLM_CUSTOM_ALLREDUCE_ALGO=2stage"; empty: with
+  // those variables unset, as a user who sets nothing runs.
+  std::string when;
 };
 
 enum class GapKind { NoKernel, Throws };
