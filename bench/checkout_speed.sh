@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Speed of `layergate check DIR` on a whole checkout (discovery, every chain
+# file, both frontends, imports followed, solver, matrix, report) as a ratio
+# to ONE `clang-19 -fsyntax-only` of the dispatch .cuh it analyses, with the
+# real CUDA SDK (what a build of that header costs), in the same run.
+#
+#   bench/checkout_speed.sh DIR [DIR ...]
+#
+# DIR is a checkout (e.g. a tree written by shared/realcode/export_tree.py).
+# The .cuh is the one layergate's JSON names as an input. Missing project
+# headers get empty stand-ins so that clang gets through the file (as
+# layergate's overlay does). Medians of $RUNS runs (default 7).
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+lg=${LAYERGATE:-$here/build/tool/layergate}
+[ -x "$lg" ] || { echo "bench: build first (scripts/build.sh); no $lg" >&2; exit 2; }
+[ -d /usr/local/cuda/include ] || { echo "bench: needs the CUDA SDK at /usr/local/cuda" >&2; exit 2; }
+[ $# -gt 0 ] || { echo "usage: bench/checkout_speed.sh DIR [DIR ...]" >&2; exit 2; }
+runs=${RUNS:-7}
+
+median_ms() {
+  local ts=()
+  for ((i = 0; i < runs; i++)); do
+    local t0=$(date +%s%N)
+    "$@" >/dev/null 2>&1 || true
+    ts+=($(( ($(date +%s%N) - t0) / 1000 )))
+  done
+  printf '%s\n' "${ts[@]}" | sort -n | awk '{a[NR]=$1} END {printf "%.1f", a[int((NR+1)/2)]/1000}'
+}
+
+printf '%-28s %6s %12s %14s %8s\n' checkout files layergate_ms clang_sdk_ms ratio
+for dir in "$@"; do
+  dir=$(cd "$dir" && pwd)
+  json=$(cd "$dir" && "$lg" check . --format json 2>/dev/null || true)
+  read -r cuh nfiles < <(python3 -c '
+import json, sys
+r = json.loads(sys.stdin.read())
+a = r.get("analyses", [r])[0]
+i = a["inputs"]
+cpp = [f for f in i["cpp"] if f.endswith(".cuh")]
+print(cpp[0], len(i["python"]) + len(i["cpp"]))' <<<"$json")
+  shim=$(mktemp -d)
+  : >"$shim/texture_fetch_functions.h"
+  { grep -oE '#include *"[^"]+"' "$dir/$cuh" || true; } | sed -E 's/.*"(.*)"/\1/' | while read -r h; do
+    [ -e "$dir/$(dirname "$cuh")/$h" ] || { mkdir -p "$shim/$(dirname "$h")"; : >"$shim/$h"; }
+  done
+  lg_ms=$(cd "$dir" && median_ms "$lg" check .)
+  sdk_ms=$(cd "$dir" && median_ms clang-19 -x cuda --cuda-host-only --cuda-path=/usr/local/cuda -nocudalib -std=c++17 \
+    -fsyntax-only -w -Wno-unknown-cuda-version -D__restrict__= -fno-delayed-template-parsing -I "$shim" "$cuh")
+  printf '%-28s %6s %12s %14s %8s\n' "$(basename "$dir")" "$nfiles" "$lg_ms" "$sdk_ms" \
+    "$(awk -v a="$lg_ms" -v b="$sdk_ms" 'BEGIN {printf "%.2f", a / b}')"
+  rm -rf "$shim"
+done
