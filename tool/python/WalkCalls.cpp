@@ -162,6 +162,8 @@ Value Walker::evalCall(TSNode n, State& st, Frame& fr, Ctx& cx) {
     std::string origin = resolveAlias(name);
     std::string last = lastComponent(origin);
     if (!local) {
+      if (builder_ && name == class_name_ && cur_ == gate_mod_ && !cur_->funcs.count(name))
+        return construct(n, a, st, fr, cx);
       if (name == "setattr" && collecting_patches_) notePatchSetattr(n, a, st, fr, cx);
       auto mf = cur_->funcs.find(name);
       if (mf != cur_->funcs.end() && !cur_->aliases.count(name))

@@ -391,14 +391,46 @@ model::Gate Walker::run() {
   if (ts_node_is_null(en))
     for (auto& [name, fi] : methods_)
       if (ts_node_is_null(en)) en = findEnabling(fi.node);
-  if (ts_node_is_null(en))
-    fail(init->second.node, "__init__ of " + class_name_ + " never sets self." + spec_.enabling_attr + " = " +
-                                (spec_.enabling_value ? "True" : "False") + " (unknown layout)");
-  gate_.enabling = loc(en, "enabling");
+  // No enabling statement: a module-level function that builds the class
+  // (vLLM early 2024, `init_custom_ar()`) is the admission.
+  const FuncInfo* builder = nullptr;
+  if (ts_node_is_null(en)) {
+    TSNode construction{};
+    builder = findBuilder(construction);
+    if (!builder)
+      fail(init->second.node, "__init__ of " + class_name_ + " never sets self." + spec_.enabling_attr + " = " +
+                                  (spec_.enabling_value ? "True" : "False") +
+                                  " and no module-level function of " + gate_mod_->file->path + " constructs " +
+                                  class_name_ + " (unknown layout)");
+    gate_.enabling = loc(construction, "enabling");
+  } else {
+    gate_.enabling = loc(en, "enabling");
+  }
 
   // Constructor.
   std::map<std::string, Value> snapshot;
-  {
+  // The admission: the exits that leave the instance enabled; the attributes
+  // the per-call method sees: theirs, merged.
+  auto admitFrom = [&](const std::vector<Exit>& exits) {
+    std::vector<ExprPtr> adm;
+    std::vector<std::pair<ExprPtr, const std::map<std::string, Value>*>> admitted;
+    for (const auto& x : exits) {
+      ExprPtr a = model::And(x.cond, enabled(x.attrs));
+      if (model::isFalse(a)) continue;
+      adm.push_back(a);
+      admitted.push_back({a, &x.attrs});
+    }
+    gate_.admit = model::OrAll(adm);
+    if (!admitted.empty()) {
+      snapshot = *admitted.back().second;
+      for (std::size_t i = admitted.size() - 1; i-- > 0;)
+        snapshot = mergeMaps(admitted[i].first, *admitted[i].second, snapshot);
+    }
+    snapshot[spec_.enabling_attr] = vBool(model::BoolC(spec_.enabling_value));
+  };
+  if (builder) {
+    admitFrom(walkBuilder(*builder, text(field(builder->node, "name"))));
+  } else {
     TSNode fn = init->second.node;
     auto params = parseParams(field(fn, "parameters"));
     State st;
@@ -466,21 +498,7 @@ model::Gate Walker::run() {
         exits = after;
       }
     }
-    std::vector<ExprPtr> adm;
-    std::vector<std::pair<ExprPtr, const std::map<std::string, Value>*>> admitted;
-    for (const auto& x : exits) {
-      ExprPtr a = model::And(x.cond, enabled(x.attrs));
-      if (model::isFalse(a)) continue;
-      adm.push_back(a);
-      admitted.push_back({a, &x.attrs});
-    }
-    gate_.admit = model::OrAll(adm);
-    if (!admitted.empty()) {
-      snapshot = *admitted.back().second;
-      for (std::size_t i = admitted.size() - 1; i-- > 0;)
-        snapshot = mergeMaps(admitted[i].first, *admitted[i].second, snapshot);
-    }
-    snapshot[spec_.enabling_attr] = vBool(model::BoolC(spec_.enabling_value));
+    admitFrom(exits);
   }
 
   // Per-call predicate.

@@ -84,6 +84,11 @@ class Walker {
   int probe_depth_ = 0;  // inside the inlined body of a probe function
   std::set<std::string> noted_;
   bool strict_attrs_ = false;  // reading an unset self attribute raises
+  // Module-level gate (vLLM early 2024): a function of the gate module that
+  // builds the class. While it is walked, each construction of the class
+  // walks the constructor and leaves its exits (absolute conditions) here.
+  const FuncInfo* builder_ = nullptr;
+  std::vector<Exit> constructions_;
 
   // --- text and locations ---------------------------------------------------
   const Module& modOf(TSNode n) const;
@@ -291,6 +296,12 @@ class Walker {
   void walkStmt(TSNode n, State& st, Frame& fr);
   ExprPtr enabled(const std::map<std::string, Value>& attrs);
   std::string deferredEntry(TSNode en);
+
+  // --- module-level gate (WalkBuilder.cpp) ----------------------------------------
+  TSNode findConstruction(TSNode fn) const;
+  const FuncInfo* findBuilder(TSNode& construction);
+  std::vector<Exit> walkBuilder(const FuncInfo& bf, const std::string& name);
+  Value construct(TSNode call, const Args& a, State& st, Frame& fr, Ctx& cx);
 
   // --- structure ----------------------------------------------------------------
   void pruneTentative();
