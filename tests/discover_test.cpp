@@ -181,7 +181,7 @@ TEST_F(Tree, BundledLayoutsInheritTheGenericDescription) {
   std::vector<std::string> names;
   for (const auto& x : t) names.push_back(x.name);
   for (const char* n : {"custom-allreduce", "sglang-sgl-kernel", "sglang-vllm-ops", "vllm-csrc", "vllm-libtorch-stable",
-                        "vendored-flashinfer"})
+                        "vendored-flashinfer", "vllm-fork-aphrodite"})
     EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
   for (const auto& x : t) {
     EXPECT_EQ(x.python.probes.at("is_full_nvlink"), "full_nvlink") << x.name;
@@ -395,4 +395,154 @@ TEST_F(Tree, CheckClassifiesPositionalFilesAndForcesATarget) {
   EXPECT_NE(unknown.err.find("unknown target 'nosuch'"), std::string::npos) << unknown.err;
   CliRun both = runCli("check . --python " + kSglangPy, root_);
   EXPECT_EQ(both.status, 2);
+}
+
+// --- layouts of the real histories ------------------------------------------------
+
+// SGLang from 2026-07: sgl-kernel under python/sglang/kernels/aot/, with a
+// second header of the same name (a JIT kernel with no CustomAllreduce) that
+// must not be taken as the dispatch. The chain comes in the layout's order;
+// the files a version lacks (here _custom_ops.py) are left out.
+TEST_F(Tree, SglangAotLayoutTakesItsChainAndNotTheJitHeader) {
+  const std::string aot = "python/sglang/kernels/aot/";
+  const std::string ops = "python/sglang/srt/distributed/device_communicators/custom_all_reduce_ops.py";
+  copyFixture("seed-force-pcie", "custom_all_reduce.py", root_ / kSglangPy);
+  copyFixture("sglang-upstream", "custom_all_reduce.cuh", root_ / (aot + "csrc/allreduce/custom_all_reduce.cuh"));
+  put(root_ / "python/sglang/kernels/jit/csrc/distributed/custom_all_reduce.cuh", "struct PushKernel {};\n");
+  put(root_ / ops, "import sgl_kernel.allreduce as _ar\n\ndef init_custom_ar(a, b, c, d):\n    return _ar.init_custom_ar(a, b, c, d)\n");
+  put(root_ / (aot + "python/sgl_kernel/allreduce.py"), "def init_custom_ar(a, b, c, d):\n    pass\n");
+  put(root_ / (aot + "csrc/allreduce/custom_all_reduce.cu"), "#include \"custom_all_reduce.cuh\"\n");
+  put(root_ / (aot + "csrc/common_extension.cc"), "// bindings\n");
+  auto r = discover::discover(root_.string(), targets());
+  ASSERT_EQ(r.units.size(), 1u);
+  EXPECT_EQ(r.units[0].target, "sglang-sgl-kernel");
+  EXPECT_EQ(r.units[0].python_files,
+            (std::vector<std::string>{kSglangPy, ops, aot + "python/sgl_kernel/allreduce.py"}));
+  EXPECT_EQ(r.units[0].cpp_files,
+            (std::vector<std::string>{aot + "csrc/allreduce/custom_all_reduce.cuh", aot + "csrc/allreduce/custom_all_reduce.cu",
+                                      aot + "csrc/common_extension.cc"}));
+
+  // Without the AOT header, the JIT one is no dispatch for the fallback either.
+  fs::remove(root_ / (aot + "csrc/allreduce/custom_all_reduce.cuh"));
+  r = discover::discover(root_.string(), targets());
+  EXPECT_TRUE(r.units.empty());
+  ASSERT_EQ(r.rejected.size(), 1u);
+  EXPECT_EQ(r.rejected[0].file, "python/sglang/kernels/jit/csrc/distributed/custom_all_reduce.cuh");
+  EXPECT_EQ(r.rejected[0].reason, "no class CustomAllreduce or CustomAllReduce");
+}
+
+// Aphrodite (a vLLM fork): kernels/all_reduce/ in 2024, aphrodite_kernels/csrc/
+// in 2025-11, csrc/all_reduce/ in 2026 beside a stale csrc/custom_all_reduce.cuh.
+TEST_F(Tree, AphroditeLayoutsOfEachYear) {
+  auto t = targets();
+  auto units = discover::match({"aphrodite/modeling/megatron/custom_all_reduce.py", "kernels/all_reduce/custom_all_reduce.cuh",
+                                "kernels/all_reduce/custom_all_reduce.cu", "kernels/pybind.cpp", "kernels/cpu/pybind.cpp"},
+                               t);
+  ASSERT_EQ(units.size(), 1u);
+  EXPECT_EQ(units[0].target, "vllm-fork-aphrodite");
+  EXPECT_EQ(units[0].cpp_files, (std::vector<std::string>{"kernels/all_reduce/custom_all_reduce.cuh",
+                                                          "kernels/all_reduce/custom_all_reduce.cu", "kernels/pybind.cpp"}));
+  const std::string gate = "aphrodite/distributed/device_communicators/custom_all_reduce.py";
+  units = discover::match({gate, "aphrodite/_custom_ops.py", "aphrodite_kernels/aphrodite_kernels/_custom_ops.py",
+                           "aphrodite_kernels/csrc/all_reduce/custom_all_reduce.cuh",
+                           "aphrodite_kernels/csrc/all_reduce/custom_all_reduce.cu", "aphrodite_kernels/csrc/torch_bindings.cpp"},
+                          t);
+  ASSERT_EQ(units.size(), 1u);
+  EXPECT_EQ(units[0].target, "vllm-fork-aphrodite");
+  EXPECT_EQ(units[0].python_files,
+            (std::vector<std::string>{gate, "aphrodite/_custom_ops.py", "aphrodite_kernels/aphrodite_kernels/_custom_ops.py"}));
+  EXPECT_EQ(units[0].cpp_files.front(), "aphrodite_kernels/csrc/all_reduce/custom_all_reduce.cuh");
+  EXPECT_EQ(units[0].cpp_files.size(), 3u);
+  units = discover::match({gate, "aphrodite/_custom_ops.py", "csrc/custom_all_reduce.cuh", "csrc/custom_all_reduce.cu",
+                           "csrc/all_reduce/custom_all_reduce.cuh", "csrc/all_reduce/custom_all_reduce.cu",
+                           "csrc/torch_bindings.cpp", "csrc/rocm/torch_bindings.cpp"},
+                          t);
+  ASSERT_EQ(units.size(), 1u);
+  EXPECT_EQ(units[0].target, "vllm-fork-aphrodite");
+  EXPECT_EQ(units[0].cpp_files, (std::vector<std::string>{"csrc/all_reduce/custom_all_reduce.cuh",
+                                                          "csrc/all_reduce/custom_all_reduce.cu", "csrc/torch_bindings.cpp"}));
+}
+
+// FlashInfer's copy of the vLLM header, in each place it had: a gate beside
+// it is paired with it by the vendored layout.
+TEST_F(Tree, VendoredFlashinferHeaderInEachPlace) {
+  auto t = targets();
+  for (const char* h : {"include/flashinfer/comm/custom_all_reduce.cuh", "include/flashinfer/distributed/custom_all_reduce.cuh",
+                        "include/flashinfer/comm/vllm_custom_all_reduce.cuh"}) {
+    auto units = discover::match({"app/custom_all_reduce.py", std::string("flashinfer/") + h}, t);
+    ASSERT_EQ(units.size(), 1u) << h;
+    EXPECT_EQ(units[0].target, "vendored-flashinfer") << h;
+    EXPECT_EQ(units[0].cpp_files, std::vector<std::string>{std::string("flashinfer/") + h});
+  }
+}
+
+// A custom_all_reduce.py of module-level forwarders and no class (FlashInfer
+// 2025-04..05) is an op wrapper, not a gate: exit 2 names the dispatch found
+// and says why the .py was not taken.
+TEST_F(Tree, ClassLessOpWrapperIsNotTakenAsTheGate) {
+  put(root_ / "flashinfer/custom_all_reduce.py",
+      "_mod = None\n\ndef init_custom_ar(ptrs, rank_data, rank, full_nvlink):\n    return _mod.init_custom_ar(ptrs, rank_data, rank, full_nvlink)\n\n"
+      "def dispose(fa):\n    _mod.dispose(fa)\n");
+  copyFixture("vllm-upstream", "custom_all_reduce.cuh", root_ / "include/flashinfer/distributed/custom_all_reduce.cuh");
+  CliRun r = runCli("check .", root_);
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("found the C++ dispatch include/flashinfer/distributed/custom_all_reduce.cuh but no Python gate"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("flashinfer/custom_all_reduce.py is not one: no class CustomAllreduce or CustomAllReduce "
+                       "(2 module-level functions and no class: an op-wrapper module, not a gate)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("--python FILE"), std::string::npos) << r.err;
+
+  // Renamed (2025-06 on): found under its new name.
+  fs::remove_all(root_ / "include");
+  fs::remove_all(root_ / "flashinfer");
+  copyFixture("vllm-upstream", "custom_all_reduce.cuh", root_ / "include/flashinfer/comm/vllm_custom_all_reduce.cuh");
+  r = runCli("check .", root_);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("found the C++ dispatch include/flashinfer/comm/vllm_custom_all_reduce.cuh but no Python gate"),
+            std::string::npos)
+      << r.err;
+}
+
+// SGLang 2024-12..2025-04: a gate whose ops module forwards to kernels with no
+// custom_all_reduce.cuh in the tree. The message follows the gate's import to
+// the op module and names where its functions forward.
+TEST_F(Tree, GateWithoutDispatchNamesItsOpModule) {
+  put(root_ / kSglangPy,
+      "from sglang.srt import _custom_ops as ops\nfrom sglang.srt.utils import is_cuda\n\n"
+      "class CustomAllreduce:\n    def __init__(self, group):\n        self.disabled = True\n"
+      "        self._ptr = ops.init_custom_ar([], None, 0, True)\n        ops.register_buffer(self._ptr, [])\n");
+  put(root_ / "python/sglang/srt/_custom_ops.py",
+      "import torch\n\nif True:\n    def init_custom_ar(ipc, rank_data, rank, full_nvlink):\n"
+      "        return torch.ops._C_vllm_ar.init_custom_ar(ipc, rank_data, rank, full_nvlink)\n\n"
+      "def register_buffer(fa, ptrs):\n    # forwards\n    sgl_kernel.ops.register_buffer(fa, ptrs)\n\n"
+      "def unused(x):\n    return other.ns.unused(x)\n");
+  put(root_ / "python/sglang/srt/utils.py", "def is_cuda():\n    return True\n");
+  CliRun r = runCli("check .", root_);
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("found the Python gate " + kSglangPy + " but no C++ dispatch"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("the gate's ops come from python/sglang/srt/_custom_ops.py, which forwards to "
+                       "torch.ops._C_vllm_ar, sgl_kernel.ops (a checkout beside it with csrc/custom_all_reduce.cuh "
+                       "would be found by the sglang-vllm-ops layout); name it with --cpp FILE"),
+            std::string::npos)
+      << r.err;
+
+  // A relative import resolves from the gate's package; no op module in the
+  // tree: the message says only what was found.
+  fs::remove_all(root_ / "python");
+  put(root_ / "pkg/custom_all_reduce.py",
+      "from . import my_ops as ops\n\nclass CustomAllreduce:\n    def __init__(self):\n        ops.init_custom_ar(1)\n");
+  put(root_ / "pkg/my_ops.py", "def init_custom_ar(x):\n    return torch.ops.my_ext.init_custom_ar(x)\n");
+  r = runCli("check .", root_);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("the gate's ops come from pkg/my_ops.py, which forwards to torch.ops.my_ext"), std::string::npos) << r.err;
+  fs::remove(root_ / "pkg/my_ops.py");
+  r = runCli("check .", root_);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err.find("ops come from"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("found the Python gate pkg/custom_all_reduce.py but no C++ dispatch"), std::string::npos) << r.err;
 }

@@ -5,8 +5,13 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <fstream>
 #include <map>
+#include <regex>
 #include <set>
+#include <sstream>
 
 #include "model/Errors.h"
 
@@ -124,11 +129,14 @@ bool requiredPresent(const target::Target& t, const std::vector<std::string>& fi
 // Units of one target. Python files in `claimed` were taken by a more
 // specific target and are left alone.
 std::vector<Unit> unitsOf(const target::Target& t, const std::vector<std::string>& files,
-                          const std::set<std::string>& claimed) {
+                          const std::set<std::string>& claimed, const Accept& accept) {
   std::vector<Unit> out;
   auto py = matching(t.discovery.python_paths, files);
   auto cc = matching(t.discovery.cpp_paths, files);
-  for (auto it = py.begin(); it != py.end();) it = claimed.count(it->first) ? py.erase(it) : std::next(it);
+  for (auto it = py.begin(); it != py.end();)
+    it = claimed.count(it->first) || (accept && !accept(t, it->first, true)) ? py.erase(it) : std::next(it);
+  if (accept)
+    for (auto it = cc.begin(); it != cc.end();) it = !accept(t, it->first, false) ? cc.erase(it) : std::next(it);
   if (py.empty() || cc.empty()) return out;
   if (t.discovery.same_root) {
     // One unit per checkout root holding both halves (and the markers).
@@ -139,13 +147,16 @@ std::vector<Unit> unitsOf(const target::Target& t, const std::vector<std::string
     for (auto& [prefix, u] : byRoot) {
       if (u.cpp_files.empty() || !requiredPresent(t, files, &prefix)) continue;
       u.target = t.name;
-      // The flag's chain under the same root, after the gate and the dispatch.
-      for (const auto& [f, p] : matching(t.discovery.chain_python, files))
-        if (p == prefix && std::find(u.python_files.begin(), u.python_files.end(), f) == u.python_files.end())
-          u.python_files.push_back(f);
-      for (const auto& [f, p] : matching(t.discovery.chain_cpp, files))
-        if (p == prefix && std::find(u.cpp_files.begin(), u.cpp_files.end(), f) == u.cpp_files.end())
-          u.cpp_files.push_back(f);
+      // The flag's chain under the same root, after the gate and the
+      // dispatch, in the order the layout lists it (the gate's op module
+      // before the kernel's wrapper); the files a version lacks are left out.
+      auto chain = [&](const std::vector<std::string>& patterns, std::vector<std::string>& into) {
+        for (const auto& pat : patterns)
+          for (const auto& [f, p] : matching({pat}, files))
+            if (p == prefix && std::find(into.begin(), into.end(), f) == into.end()) into.push_back(f);
+      };
+      chain(t.discovery.chain_python, u.python_files);
+      chain(t.discovery.chain_cpp, u.cpp_files);
       out.push_back(std::move(u));
     }
     return out;
@@ -225,6 +236,191 @@ void walk(const std::string& root, const Options& o, const NameFilter& keep, Res
   }
 }
 
+
+std::string readText(const std::string& path, std::size_t max_bytes = 8u << 20) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return {};
+  std::string s(max_bytes, '\0');
+  in.read(&s[0], static_cast<std::streamsize>(max_bytes));
+  s.resize(static_cast<std::size_t>(in.gcount()));
+  return s;
+}
+
+std::vector<std::string> textLines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string l; std::getline(in, l);) {
+    if (!l.empty() && l.back() == '\r') l.pop_back();
+    out.push_back(l);
+  }
+  return out;
+}
+
+size_t indentOf(const std::string& l) {
+  size_t i = 0;
+  while (i < l.size() && (l[i] == ' ' || l[i] == '\t')) ++i;
+  return i;
+}
+
+bool isIdent(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+// What a candidate's text says about it: the classes it defines (Python:
+// `class X`, C++: `class X` / `struct X` not followed by ';'), and, for
+// Python, its module-level functions.
+struct FileFacts {
+  bool read = false;
+  std::set<std::string> classes;
+  int module_functions = 0;
+};
+
+FileFacts pythonFacts(const std::string& text) {
+  FileFacts f;
+  f.read = true;
+  for (const auto& l : textLines(text)) {
+    size_t i = indentOf(l);
+    auto word = [&](const char* kw) {
+      size_t n = std::strlen(kw);
+      return l.compare(i, n, kw) == 0 && i + n < l.size() && (l[i + n] == ' ' || l[i + n] == '\t');
+    };
+    if (word("class")) {
+      size_t b = i + 5;
+      while (b < l.size() && (l[b] == ' ' || l[b] == '\t')) ++b;
+      size_t e = b;
+      while (e < l.size() && isIdent(l[e])) ++e;
+      if (e > b) f.classes.insert(l.substr(b, e - b));
+    } else if (i == 0 && (word("def") || (word("async") && l.find(" def ") != std::string::npos))) {
+      ++f.module_functions;
+    }
+  }
+  return f;
+}
+
+FileFacts cppFacts(const std::string& text, const std::set<std::string>& wanted) {
+  FileFacts f;
+  f.read = true;
+  for (const auto& name : wanted)
+    for (const char* kw : {"class", "struct"}) {
+      std::string k = kw;
+      for (size_t at = text.find(k); at != std::string::npos; at = text.find(k, at + 1)) {
+        if (at > 0 && isIdent(text[at - 1])) continue;
+        size_t b = at + k.size();
+        if (b >= text.size() || !std::isspace(static_cast<unsigned char>(text[b]))) continue;
+        while (b < text.size() && std::isspace(static_cast<unsigned char>(text[b]))) ++b;
+        if (text.compare(b, name.size(), name) != 0) continue;
+        size_t e = b + name.size();
+        if (e < text.size() && isIdent(text[e])) continue;
+        while (e < text.size() && std::isspace(static_cast<unsigned char>(text[e]))) ++e;
+        if (e < text.size() && (text[e] == ';' || text[e] == '>' || text[e] == ',')) continue;  // a declaration
+        f.classes.insert(name);
+      }
+    }
+  return f;
+}
+
+bool matchesAny(const std::vector<std::string>& patterns, const std::string& f) {
+  for (const auto& p : patterns)
+    if (matchSuffix(p, f)) return true;
+  return false;
+}
+
+std::string joinNames(const std::vector<std::string>& v, const char* sep) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
+  return s;
+}
+
+// The module a Python gate calls its native ops through: the in-tree module
+// bound by one of its imports whose alias the gate calls most attributes on,
+// and the namespaces its functions forward those calls to (the first dotted
+// call in each function's body). Empty when no import resolves in the tree.
+struct OpModule {
+  std::string file;                     // root-relative
+  std::vector<std::string> namespaces;  // "torch.ops._C_vllm_ar", "sgl_kernel.ops"
+};
+
+OpModule gateOpModule(const std::string& root, const std::string& gate) {
+  OpModule out;
+  std::string text = readText(root + "/" + gate);
+  if (text.empty()) return out;
+  auto exists = [&](const std::string& rel) {
+    struct stat st;
+    return stat((root + "/" + rel).c_str(), &st) == 0 && S_ISREG(st.st_mode);
+  };
+  // Directories to resolve an absolute import from: the gate's and each
+  // above it, up to the root ("" last).
+  std::vector<std::string> bases;
+  for (std::string d = dirOf(gate);; d = dirOf(d)) {
+    bases.push_back(d.empty() ? "" : d + "/");
+    if (d.empty()) break;
+  }
+  auto resolve = [&](std::string dotted) -> std::string {
+    std::vector<std::string> from = bases;
+    if (!dotted.empty() && dotted[0] == '.') {  // relative: the gate's package, then up one per extra dot
+      size_t dots = dotted.find_first_not_of('.');
+      if (dots == std::string::npos) dots = dotted.size();
+      if (dots > bases.size()) return {};
+      from = {bases[dots - 1]};
+      dotted = dotted.substr(dots);
+    }
+    std::string rel;
+    for (char c : dotted) rel += c == '.' ? '/' : c;
+    for (const auto& b : from)
+      for (const std::string& f : {b + rel + ".py", b + rel + "/__init__.py"})
+        if (!rel.empty() && exists(f)) return f;
+    return {};
+  };
+  static const std::regex fromAs(R"(^\s*from\s+([\w.]+)\s+import\s+(\w+)(?:\s+as\s+(\w+))?\s*(?:#.*)?$)");
+  static const std::regex importAs(R"(^\s*import\s+([\w.]+)\s+as\s+(\w+)\s*(?:#.*)?$)");
+  std::map<std::string, std::string> modules;  // alias -> file
+  for (const auto& l : textLines(text)) {
+    std::smatch m;
+    if (std::regex_match(l, m, fromAs)) {
+      std::string base = m[1].str();
+      std::string dotted = base + (base.back() == '.' ? "" : ".") + m[2].str();
+      std::string f = resolve(dotted);
+      if (!f.empty()) modules.emplace(m[3].matched ? m[3].str() : m[2].str(), f);
+    } else if (std::regex_match(l, m, importAs)) {
+      std::string f = resolve(m[1].str());
+      if (!f.empty()) modules.emplace(m[2].str(), f);
+    }
+  }
+  // The alias the gate calls the most distinct attributes of.
+  std::string alias;
+  std::vector<std::string> calls;
+  for (const auto& [a, f] : modules) {
+    std::regex call("\\b" + a + R"(\.(\w+)\s*\()");
+    std::vector<std::string> names;
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), call); it != std::sregex_iterator(); ++it)
+      if (std::find(names.begin(), names.end(), (*it)[1].str()) == names.end()) names.push_back((*it)[1].str());
+    if (names.size() > calls.size()) alias = a, calls = names;
+  }
+  if (alias.empty()) return out;
+  out.file = modules[alias];
+  auto lines = textLines(readText(root + "/" + out.file));
+  static const std::regex def(R"(^\s*(?:async\s+)?def\s+(\w+)\s*\()");
+  static const std::regex dotted(R"(([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)\s*\()");
+  for (size_t i = 0; i < lines.size(); ++i) {
+    std::smatch m;
+    if (!std::regex_search(lines[i], m, def) ||
+        std::find(calls.begin(), calls.end(), m[1].str()) == calls.end())
+      continue;
+    size_t ind = indentOf(lines[i]);
+    for (size_t j = i + 1; j < lines.size(); ++j) {
+      const auto& l = lines[j];
+      if (l.find_first_not_of(" \t") == std::string::npos) continue;
+      if (indentOf(l) <= ind) break;
+      std::smatch c;
+      if (!std::regex_search(l, c, dotted)) continue;
+      std::string callee = c[1].str();
+      std::string ns = callee.substr(0, callee.rfind('.'));
+      if (ns != "self" && std::find(out.namespaces.begin(), out.namespaces.end(), ns) == out.namespaces.end())
+        out.namespaces.push_back(ns);
+      break;
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 bool isSkippedDirName(const std::string& name) {
@@ -255,7 +451,8 @@ bool matchSuffix(const std::string& pattern, const std::string& path, std::strin
   return false;
 }
 
-std::vector<Unit> match(const std::vector<std::string>& files_in, const std::vector<target::Target>& targets) {
+std::vector<Unit> match(const std::vector<std::string>& files_in, const std::vector<target::Target>& targets,
+                        const Accept& accept) {
   std::vector<std::string> files = files_in;
   std::sort(files.begin(), files.end());
   // Most specific first: layouts within one checkout, then layouts across
@@ -266,7 +463,7 @@ std::vector<Unit> match(const std::vector<std::string>& files_in, const std::vec
     std::vector<Unit> found;
     for (const auto& t : targets)
       if (pick(t))
-        for (auto& u : unitsOf(t, files, claimed)) found.push_back(std::move(u));
+        for (auto& u : unitsOf(t, files, claimed, accept)) found.push_back(std::move(u));
     for (const auto& u : found) claimed.insert(u.python_files.begin(), u.python_files.end());
     units.insert(units.end(), found.begin(), found.end());
   };
@@ -298,9 +495,61 @@ Result discover(const std::string& root, const std::vector<target::Target>& targ
   if (stat(root.c_str(), &st) != 0) throw InputError(root + ": no such file or directory");
   if (!S_ISDIR(st.st_mode)) throw InputError(root + ": not a directory");
   Result r;
+  r.root = root;
   walk(root, options, filterFor(targets), r, r.candidates);
   std::sort(r.candidates.begin(), r.candidates.end());
-  r.units = match(r.candidates, targets);
+
+  // Read each gate or dispatch candidate once: a file takes a target's role
+  // only when it defines one of that target's classes.
+  std::set<std::string> cppClasses;
+  for (const auto& t : targets) cppClasses.insert(t.cpp.class_names.begin(), t.cpp.class_names.end());
+  std::map<std::string, FileFacts> py, cc;
+  for (const auto& f : r.candidates) {
+    bool isPy = false, isCc = false;
+    for (const auto& t : targets) {
+      isPy = isPy || matchesAny(t.discovery.python_paths, f);
+      isCc = isCc || matchesAny(t.discovery.cpp_paths, f);
+    }
+    if (isPy) py[f] = pythonFacts(readText(root + "/" + f));
+    if (isCc) cc[f] = cppFacts(readText(root + "/" + f), cppClasses);
+  }
+  auto defines = [](const FileFacts& facts, const std::vector<std::string>& names) {
+    if (names.empty()) return true;
+    for (const auto& n : names)
+      if (facts.classes.count(n)) return true;
+    return false;
+  };
+  Accept accept = [&](const target::Target& t, const std::string& f, bool python) {
+    auto& facts = python ? py : cc;
+    auto it = facts.find(f);
+    if (it == facts.end()) return true;
+    return defines(it->second, python ? t.python.class_names : t.cpp.class_names);
+  };
+  r.units = match(r.candidates, targets, accept);
+
+  // The candidates no target takes, and why, for the message when nothing matched.
+  auto reject = [&](const std::map<std::string, FileFacts>& facts, bool python) {
+    for (const auto& [f, x] : facts) {
+      std::vector<std::string> wanted;
+      bool taken = false;
+      for (const auto& t : targets) {
+        if (!matchesAny(python ? t.discovery.python_paths : t.discovery.cpp_paths, f)) continue;
+        const auto& names = python ? t.python.class_names : t.cpp.class_names;
+        if (defines(x, names)) taken = true;
+        for (const auto& n : names)
+          if (std::find(wanted.begin(), wanted.end(), n) == wanted.end()) wanted.push_back(n);
+      }
+      if (taken) continue;
+      std::string why = "no class " + joinNames(wanted, " or ");
+      if (python && x.classes.empty() && x.module_functions > 0)
+        why += " (" + std::to_string(x.module_functions) + " module-level function" + (x.module_functions == 1 ? "" : "s") +
+               " and no class: an op-wrapper module, not a gate)";
+      r.rejected.push_back({f, why});
+    }
+  };
+  reject(py, true);
+  reject(cc, false);
+  std::sort(r.rejected.begin(), r.rejected.end(), [](const Rejected& a, const Rejected& b) { return a.file < b.file; });
   return r;
 }
 
@@ -320,21 +569,53 @@ void requireUnits(const Result& r, const std::vector<target::Target>& targets, c
   };
   std::string names;
   for (const auto& t : targets) names += (names.empty() ? "" : ", ") + t.name;
+  std::set<std::string> rejected;
+  std::string notTaken;  // "; F is not one: no class X"
+  for (const auto& x : r.rejected) {
+    rejected.insert(x.file);
+    notTaken += "; " + x.file + " is not one: " + x.reason;
+  }
   // Half a gate: say which half, it is usually a layout we do not know yet.
   std::string foundPy, foundCc;
-  for (const auto& f : r.candidates)
+  for (const auto& f : r.candidates) {
+    if (rejected.count(f)) continue;
     for (const auto& t : targets) {
-      if (foundPy.empty() && !matching(t.discovery.python_paths, {f}).empty()) foundPy = f;
-      if (foundCc.empty() && !matching(t.discovery.cpp_paths, {f}).empty()) foundCc = f;
+      if (foundPy.empty() && matchesAny(t.discovery.python_paths, f)) foundPy = f;
+      if (foundCc.empty() && matchesAny(t.discovery.cpp_paths, f)) foundCc = f;
     }
-  if (!foundPy.empty() && foundCc.empty())
+  }
+  if (!foundPy.empty() && foundCc.empty()) {
+    std::string more = notTaken;
+    // Where the gate's native calls go, when its op module is in the tree.
+    OpModule ops = r.root.empty() ? OpModule{} : gateOpModule(r.root, foundPy);
+    if (!ops.file.empty()) {
+      more += "; the gate's ops come from " + ops.file;
+      if (!ops.namespaces.empty()) more += ", which forwards to " + joinNames(ops.namespaces, ", ");
+    }
+    // Layouts that pair this gate with a dispatch in another checkout: the
+    // ones naming the gate most exactly.
+    size_t best = 0;
+    std::vector<std::string> beside;
+    for (const auto& t : targets) {
+      if (t.discovery.same_root || t.discovery.fallback || t.discovery.cpp_paths.empty()) continue;
+      for (const auto& p : t.discovery.python_paths) {
+        if (!matchSuffix(p, foundPy)) continue;
+        size_t n = split(p).size();
+        std::string hint = "a checkout beside it with " + t.discovery.cpp_paths.front() + " would be found by the " +
+                           t.name + " layout";
+        if (n > best) best = n, beside.clear();
+        if (n == best) beside.push_back(hint);
+      }
+    }
+    if (!beside.empty()) more += " (" + joinNames(beside, "; ") + ")";
     throw InputError("no layered gate found under " + root + ": found the Python gate " + foundPy +
-                     " but no C++ dispatch (" + join(cc) + "); name it with --cpp FILE");
+                     " but no C++ dispatch (" + join(cc) + ")" + more + "; name it with --cpp FILE");
+  }
   if (foundPy.empty() && !foundCc.empty())
     throw InputError("no layered gate found under " + root + ": found the C++ dispatch " + foundCc +
-                     " but no Python gate (" + join(py) + "); name it with --python FILE");
+                     " but no Python gate (" + join(py) + ")" + notTaken + "; name it with --python FILE");
   throw InputError("no layered gate found under " + root + " (looked for: a Python gate " + join(py) +
-                   " and a C++ dispatch " + join(cc) + " in the layouts " + names +
+                   " and a C++ dispatch " + join(cc) + " in the layouts " + names + notTaken +
                    "; skipped .git, build and vendored trees; name the files with --python/--cpp)");
 }
 

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -28,12 +29,27 @@ struct Unit {
   std::vector<std::string> cpp_files;
 };
 
+// A file whose path fits a gate or dispatch pattern but whose text does not
+// define one of the target's classes (an op-wrapper module named
+// custom_all_reduce.py, a header of another kernel with the same name).
+struct Rejected {
+  std::string file;    // root-relative
+  std::string reason;  // "no class CustomAllreduce or CustomAllReduce (9 module-level functions: an op-wrapper module)"
+};
+
 struct Result {
+  std::string root;                // the directory walked, as given
   std::vector<Unit> units;         // sorted by files, then target
   std::vector<std::string> notes;  // e.g. a directory that could not be read
   std::vector<std::string> candidates;  // files whose name fits some pattern, sorted
+  std::vector<Rejected> rejected;       // candidates no target took for their text, sorted
   std::size_t files_seen = 0;
 };
+
+// Whether a file may be target's gate (python) or dispatch (!python). The
+// walk reads each candidate once and takes it only when it defines one of
+// the target's classes; match() without it goes by paths alone.
+using Accept = std::function<bool(const target::Target& t, const std::string& file, bool python)>;
 
 // Walks root and matches the files against the targets. Empty units when
 // nothing matches; see requireUnits.
@@ -41,10 +57,14 @@ Result discover(const std::string& root, const std::vector<target::Target>& targ
 
 // The matching alone, over root-relative paths (what discover does after the
 // walk; a separate step so it can be tested without a file system).
-std::vector<Unit> match(const std::vector<std::string>& files, const std::vector<target::Target>& targets);
+std::vector<Unit> match(const std::vector<std::string>& files, const std::vector<target::Target>& targets,
+                        const Accept& accept = {});
 
 // InputError "no layered gate found under ROOT (looked for: ...)" when the
-// result holds no unit; says which half was found when only one was.
+// result holds no unit; says which half was found when only one was, which
+// candidates were not taken and why, and, for a gate alone, the op module its
+// native calls go through (read from r.root) and the layouts across checkouts
+// that would pair it with a dispatch beside it.
 void requireUnits(const Result& r, const std::vector<target::Target>& targets, const std::string& root);
 
 // Directory names the walk never enters (dot-directories, build*, vendored
