@@ -316,6 +316,17 @@ Value Walker::evalAttribute(TSNode n, State& st, Frame& fr, Ctx& cx) {
       if (c != class_consts_.end()) return c->second;
       return unknown(n);
     }
+    if (o.tag == "module") {
+      // A module-level value of another file (`ops.IS_CUSTOM_AR_AVAILABLE`):
+      // what its body leaves in that name, walked once.
+      Resolved r = resolveDotted(o.text, cur_, 0);
+      if (r.mod && !r.fn && r.mod != cur_) {
+        ensureWalked(r.mod);
+        auto g = r.mod->globals.find(attr);
+        if (g != r.mod->globals.end() && g->second.k != Value::K::Undef && g->second.k != Value::K::Unknown)
+          return g->second;
+      }
+    }
     if (o.tag == "tensor") {
       if (attr == "nbytes") return vInt(probeVar(model::kNbytes));
       if (attr == "itemsize") {

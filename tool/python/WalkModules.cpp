@@ -311,7 +311,14 @@ void Walker::followImports() {
     for (const auto& [local, origin] : from->aliases) targets.push_back(origin);
     for (const auto& origin : targets) {
       if (disk_files_.size() >= kMaxDiskModules) break;
-      if (resolveDotted(origin, from, 0).mod) continue;  // a given file answers
+      // A given file answers to the whole dotted path (no leading packages
+      // dropped: that fallback is for flat layouts, and would take
+      // sgl_kernel/allreduce.py for srt...custom_all_reduce_ops).
+      bool given = false;
+      auto comps = splitDots(origin);
+      for (std::size_t k = comps.size(); k > 0 && !given; --k)
+        given = findModule({comps.begin(), comps.begin() + static_cast<long>(k)}, from) != nullptr && k > 1;
+      if (given) continue;
       std::string path = findOnDisk(origin, *from);
       if (path.empty() || !loaded.insert(path).second) continue;
       std::error_code ec;
