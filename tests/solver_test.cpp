@@ -176,3 +176,58 @@ TEST(Solver, UndecidedQueriesBecomeFindingsNotSilence) {
   EXPECT_NE(f.message.find("world size 6, no NVLink"), std::string::npos);
   EXPECT_NE(f.message.find("LG001"), std::string::npos);
 }
+
+// An error is a proof: an uninterpreted term that must be true for the gate
+// to admit turns the seed's LG001s into LG008 warnings naming the term; the
+// same term as a probe (a machine fact) keeps them errors; as an assert the
+// program states, it is assumed and they stay errors too.
+TEST(Solver, UninterpretedTermsMakePossibleGapsNotErrors) {
+  using T = std::tuple<std::string, int, bool>;
+  auto d = dispatch();
+  auto with = [&](VarKind kind, bool as_assert) {
+    Gate g = gate(true, true);
+    auto helper = Var("vendor_check(group)", Sort::Bool, kind);
+    if (as_assert)
+      g.assumed = helper;
+    g.admit = And(g.admit, helper);
+    g.opaques.push_back(OpaqueSymbol{"vendor_check(group)", "vendor_check(group)", at(7), kind == VarKind::Probe});
+    return check(g, d);
+  };
+  auto opaque = with(VarKind::Opaque, false);
+  EXPECT_EQ(cells(opaque), (std::vector<T>{{"LG008", 4, false}, {"LG008", 6, false}, {"LG008", 8, false}}));
+  EXPECT_EQ(opaque[0].severity, Severity::Warning);
+  EXPECT_NE(opaque[0].message.find("depends on `vendor_check(group)` at x:7"), std::string::npos) << opaque[0].message;
+  EXPECT_EQ(cells(with(VarKind::Probe, false)),
+            (std::vector<T>{{"LG001", 4, false}, {"LG001", 6, false}, {"LG001", 8, false}}));
+  EXPECT_EQ(cells(with(VarKind::Opaque, true)),
+            (std::vector<T>{{"LG001", 4, false}, {"LG001", 6, false}, {"LG001", 8, false}}));
+}
+
+// An uninterpreted term that can only block (an extra early return the walker
+// could not read) does not stop an error: the gap holds for both its values
+// only if it cannot block — here it can, so a warning; the term that cannot
+// matter (a tautology over it) leaves the error.
+TEST(Solver, AnErrorHoldsForEveryValueOfTheUninterpretedTerms) {
+  using T = std::tuple<std::string, int, bool>;
+  auto d = dispatch();
+  Gate g = gate(true, true);
+  auto u = Var("mystery()", Sort::Bool, VarKind::Opaque);
+  g.admit = And(g.admit, Or(u, Not(u)));
+  EXPECT_EQ(cells(check(g, d)), (std::vector<T>{{"LG001", 4, false}, {"LG001", 6, false}, {"LG001", 8, false}}));
+}
+
+// LG009: a C++-only env var whose unknown values throw in an admitted cell.
+TEST(Solver, CppOnlyEnvValueThatThrowsIsLG009NotLG002) {
+  Gate g = gate(false, false);
+  Dispatch d = dispatch();
+  auto algo_set = EnvIsSet("ALGO");
+  auto known = Or(Cmp(Op::Eq, EnvValue("ALGO"), StrC("1stage")), Cmp(Op::Eq, EnvValue("ALGO"), StrC("2stage")));
+  for (auto& l : d.leaves) l.condition = And(l.condition, Not(And(algo_set, Not(known))));
+  d.leaves.push_back({LeafKind::Throw, And(algo_set, Not(known)), "", "unknown ALGO", at(60), at(60)});
+  d.env_reads = {"ALGO"};
+  auto fs = check(g, d);
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].rule, "LG009");
+  EXPECT_NE(fs[0].message.find("\"1stage\""), std::string::npos) << fs[0].message;
+  EXPECT_EQ(fs[0].locations.at(0).line, 60);
+}

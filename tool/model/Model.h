@@ -162,6 +162,11 @@ struct Gate {
   std::vector<GateCheck> admits;
   // admit AND per_call: what LG001/LG002 query.
   ExprPtr predicate() const { return And(admit, per_call); }
+  // `assert` conditions on the gate's paths (reached -> condition): invariants
+  // the program states about its inputs (the group's backend, the device's
+  // type). A gap must exist when they hold; an uninterpreted term inside one
+  // is not a reason to doubt a gap (the program would have stopped there).
+  ExprPtr assumed = True();
   // Environment variables the gate reads (NAME), in first-read order.
   std::vector<std::string> env_reads;
   std::vector<Location> env_read_locs;

@@ -388,6 +388,8 @@ void Walker::walkStmt(TSNode n, State& st, Frame& fr) {
     TSNode c = firstNamed(n);
     ExprPtr cond = truthy(evalStmtExpr(c, st, fr, n));
     ExprPtr fails = model::And(st.full(), model::Not(cond));
+    if (tentative_ == 0 && aux_depth_ == 0)
+      gate_.assumed = model::And(gate_.assumed, model::Implies(model::And(fr.entry, st.full()), cond));
     if (!model::isFalse(fails)) {
       fr.deaths.push_back(fails);
       if (fr.in_ctor) {

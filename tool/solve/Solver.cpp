@@ -106,6 +106,7 @@ struct Solver::Impl {
   z3::expr cpp_flag{ctx}, flag_value{ctx};  // set when the trace split the flag
   z3::expr domain{ctx};      // always-true facts about config variables
   z3::expr gate{ctx};        // G
+  z3::expr assumed{ctx};     // the gate's asserts
   z3::expr launch_any{ctx};  // exists cpp-opaques. L
   z3::expr none_any{ctx};    // exists cpp-opaques. N
   z3::expr throw_any{ctx};   // exists cpp-opaques. T
@@ -458,11 +459,13 @@ Solver::Solver(const model::Gate& gate, const model::Dispatch& dispatch, Options
   for (const auto& n : gate.env_reads) I.var(model::envSetVar(n), Sort::Bool, VarKind::Config, Side::Python);
   for (const auto& n : dispatch.env_reads) I.var(model::envSetVar(n), Sort::Bool, VarKind::Config, Side::Cpp);
   I.collectStrings(gate.predicate());
+  I.collectStrings(gate.assumed);
   for (const auto& a : gate.admits) I.collectStrings(a.condition);
   for (const auto& r : gate.rejects) I.collectStrings(r.condition);
   for (const auto& l : dispatch.leaves) I.collectStrings(l.condition);
   if (flag_value) I.collectStrings(flag_value);
   I.gate = I.translate(gate.predicate(), Side::Python);
+  I.assumed = I.translate(gate.assumed, Side::Python);
   if (flag_value) {
     I.split_flag = true;
     z3::expr cpp_flag = I.var(model::kFullNvlink, Sort::Bool, VarKind::Config, Side::Cpp);
@@ -620,8 +623,9 @@ std::optional<Gap> Solver::computeGap(const Cell& c, GapKind kind) {
   Gap g;
   g.kind = kind;
   g.cell = c;
-  // Does it hold whatever the uninterpreted Python terms are?
-  z3::expr strict = I.forallUninterp(q);
+  // Does it hold whatever the uninterpreted Python terms are (those that
+  // pass the program's own asserts)? And for some of them (not vacuously)?
+  z3::expr strict = I.forallUninterp(z3::implies(I.assumed, q)) && q;
   {
     Impl::Query sq(I);
     sq.s.add(strict);
@@ -669,7 +673,7 @@ std::optional<Gap> Solver::computeGap(const Cell& c, GapKind kind) {
       z3::expr_vector one(I.ctx);
       one.push_back(I.py_uninterp[i]);
       Impl::Query dq(I);
-      dq.s.add(I.forallUninterp(q, &one));
+      dq.s.add(I.forallUninterp(z3::implies(I.assumed, q), &one) && q);
       if (dq.s.check() == z3::unsat) names.push_back(I.py_uninterp_names[i]);
     }
     if (names.empty()) names = I.py_uninterp_names;
