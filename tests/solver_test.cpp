@@ -203,10 +203,8 @@ TEST(Solver, UninterpretedTermsMakePossibleGapsNotErrors) {
             (std::vector<T>{{"LG001", 4, false}, {"LG001", 6, false}, {"LG001", 8, false}}));
 }
 
-// An uninterpreted term that can only block (an extra early return the walker
-// could not read) does not stop an error: the gap holds for both its values
-// only if it cannot block — here it can, so a warning; the term that cannot
-// matter (a tautology over it) leaves the error.
+// The quantifier is over the term's values, not its presence: a term whose
+// value cannot change the verdict (a tautology over it) leaves the error.
 TEST(Solver, AnErrorHoldsForEveryValueOfTheUninterpretedTerms) {
   using T = std::tuple<std::string, int, bool>;
   auto d = dispatch();
