@@ -87,6 +87,25 @@ Facts chain() {
   return f;
 }
 
+// The SGLang 2025-12 chain: the gate calls ops.init_custom_ar (W1, in
+// custom_all_reduce_ops.py), which calls _custom_ar.init_custom_ar (W2, in
+// sgl_kernel/allreduce.py), which calls the op. Both wrappers share the op's
+// name; the links are the resolved indices (call.wrapper), not the names.
+Facts twoWrappers() {
+  Facts f = chain();
+  Forwarder inner = f.gate.forwarders[0];  // W2: calls the op
+  Forwarder outer = inner;                  // W1: calls W2
+  outer.param_locs = {at("o.py", 20), at("o.py", 20), at("o.py", 20), at("o.py", 21)};
+  outer.where = at("o.py", 20);
+  outer.call.callee = "_custom_ar.init_custom_ar";
+  for (auto& a : outer.call.args) a.where = at("o.py", 22);
+  outer.call.where = at("o.py", 22);
+  outer.call.wrapper = 0;  // -> inner
+  f.gate.forwarders = {inner, outer};
+  f.gate.native_calls[0].wrapper = 1;  // the gate's call reaches W1
+  return f;
+}
+
 std::vector<std::string> hops(const link::FlagLink& l) {
   std::vector<std::string> out;
   for (const auto& h : l.hops) out.push_back(h.hop + " " + h.where.file + ":" + std::to_string(h.where.line));
@@ -154,4 +173,72 @@ TEST(Link, NoMemberUseMeansNothingToTrace) {
   auto l = link::traceFlag(f.gate, f.d);
   EXPECT_TRUE(l.hops.empty());
   EXPECT_TRUE(l.problems.empty());
+}
+
+TEST(Link, FollowsAChainOfTwoWrappersOutermostFirst) {
+  Facts f = twoWrappers();
+  auto l = link::traceFlag(f.gate, f.d);
+  EXPECT_TRUE(l.complete);
+  EXPECT_TRUE(l.problems.empty());
+  ASSERT_TRUE(l.value);
+  EXPECT_EQ(l.value->s, kFullNvlink);
+  EXPECT_EQ(hops(l), (std::vector<std::string>{"probe g.py:93", "call argument #4 g.py:111", "wrapper parameter o.py:21",
+                                               "wrapper parameter w.py:11", "schema argument b.cc:17", "binding b.cc:18",
+                                               "C++ parameter e.cu:20", "constructor argument e.cu:30", "member d.cuh:121",
+                                               "branch condition d.cuh:177"}));
+}
+
+TEST(Link, ArgumentsSwappedInTheFirstWrapperAreAMismatchThere) {
+  Facts f = twoWrappers();
+  auto& w1 = f.gate.forwarders[1];
+  std::swap(w1.call.args[2].text, w1.call.args[3].text);  // (ipc, rank_data, full_nvlink, rank)
+  std::swap(w1.arg_param[2], w1.arg_param[3]);
+  w1.call.args[3].where = at("o.py", 23);
+  auto l = link::traceFlag(f.gate, f.d);
+  ASSERT_EQ(l.problems.size(), 1u);
+  EXPECT_EQ(l.problems[0].rule, "LG005");
+  EXPECT_NE(l.problems[0].message.find("in the wrapper init_custom_ar is `rank`"), std::string::npos) << l.problems[0].message;
+  EXPECT_NE(l.problems[0].message.find("goes into `rank`"), std::string::npos) << l.problems[0].message;
+  EXPECT_EQ(l.problems[0].locations.at(0).line, 23);  // W1's call, not the gate's
+  EXPECT_FALSE(l.value);
+  EXPECT_EQ(hops(l), (std::vector<std::string>{"probe g.py:93", "call argument #4 g.py:111", "wrapper parameter o.py:21",
+                                               "wrapper parameter w.py:10", "schema argument b.cc:17", "binding b.cc:18",
+                                               "C++ parameter e.cu:19"}));
+}
+
+TEST(Link, ALiteralInTheFirstWrapperIsTheValueCppGets) {
+  Facts f = twoWrappers();
+  auto& w1 = f.gate.forwarders[1];
+  w1.call.args[3] = CallArg{3, "", "True", True(), {}, at("o.py", 24)};
+  w1.arg_param[3] = -1;
+  auto l = link::traceFlag(f.gate, f.d);
+  EXPECT_TRUE(l.problems.empty());
+  EXPECT_TRUE(l.complete);
+  ASSERT_TRUE(l.value);
+  EXPECT_TRUE(isConst(l.value) && l.value->b);
+  EXPECT_EQ(l.value_text, "True");
+  EXPECT_EQ(hops(l).front(), "call argument #4 o.py:24");  // not the gate's call: its flag never reaches C++
+  EXPECT_EQ(hops(l).at(1), "wrapper parameter w.py:11");
+}
+
+TEST(Link, AWrapperCallingTheNextWithTooFewArgumentsIsAMismatch) {
+  Facts f = twoWrappers();
+  auto& w1 = f.gate.forwarders[1];
+  w1.call.args.pop_back();
+  w1.arg_param.pop_back();
+  auto l = link::traceFlag(f.gate, f.d);
+  ASSERT_FALSE(l.problems.empty());
+  EXPECT_EQ(l.problems[0].rule, "LG005");
+  EXPECT_NE(l.problems[0].message.find("calls _custom_ar.init_custom_ar with 3 arguments, but the wrapper init_custom_ar takes 4"),
+            std::string::npos)
+      << l.problems[0].message;
+}
+
+TEST(Link, WithoutResolvedLinksTheLastWrapperByNameIsUsedAsBefore) {
+  Facts f = twoWrappers();
+  f.gate.native_calls[0].wrapper = -1;
+  f.gate.forwarders[1].call.wrapper = -1;
+  auto l = link::traceFlag(f.gate, f.d);
+  EXPECT_TRUE(l.problems.empty());
+  EXPECT_EQ(hops(l).at(2), "wrapper parameter w.py:11");  // the one whose call has the entry's arity, first
 }

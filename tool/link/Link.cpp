@@ -205,42 +205,96 @@ FlagLink traceFlag(const model::Gate& gate, const model::Dispatch& d) {
                             {schema->where, entry->where}});
   }
 
-  // 5. The Python call of that op: through a wrapper in the given files
-  // (sgl_kernel/allreduce.py, vllm/_custom_ops.py) or directly.
-  const model::Forwarder* wrapper = nullptr;
-  int wp = -1;  // the wrapper's parameter feeding argument k
-  auto feeds = [&](const model::Forwarder& f, int pos) {
-    for (size_t i = 0; i < f.call.args.size(); ++i)
-      if (f.call.args[i].position == pos && i < f.arg_param.size()) return f.arg_param[i];
+  // 5. The Python call of that op: directly, or through a chain of wrappers
+  // in the given files (the gate -> custom_all_reduce_ops.py -> sgl_kernel/
+  // allreduce.py -> torch.ops..., or one wrapper: vllm/_custom_ops.py).
+  const auto& fws = gate.forwarders;
+  const int nf = static_cast<int>(fws.size());
+  auto argIndex = [](const model::NativeCall& c, int pos) {
+    for (size_t i = 0; i < c.args.size(); ++i)
+      if (c.args[i].position == pos && pos >= 0) return static_cast<int>(i);
     return -1;
   };
-  // Prefer a wrapper whose call has the entry's arity (a platform's other
-  // definition of the same wrapper may call another op shape).
-  for (int pass = 0; pass < 2 && !wrapper; ++pass)
-    for (const auto& f : gate.forwarders) {
-      if (wrapper || f.call.name != op) continue;
+  // The wrappers a call goes through, outermost first, as resolution found them.
+  auto chainOf = [&](int w) {
+    std::vector<int> ch;
+    while (w >= 0 && w < nf && std::find(ch.begin(), ch.end(), w) == ch.end()) {
+      ch.push_back(w);
+      w = fws[static_cast<size_t>(w)].call.wrapper;
+    }
+    return ch;
+  };
+  // A gate call reaches wrapper `wi` last: through its resolved chain, or
+  // (not resolved) by the wrapper's name.
+  auto reaches = [&](const model::NativeCall& c, int wi, bool resolved) {
+    if (resolved) {
+      auto ch = chainOf(c.wrapper);
+      return !ch.empty() && ch.back() == wi;
+    }
+    return c.wrapper < 0 && c.name == fws[static_cast<size_t>(wi)].name;
+  };
+  // The innermost wrapper: calls the op itself. Prefer one whose call has
+  // the entry's arity (a platform's other definition of the same wrapper may
+  // call another op shape).
+  int inner_w = -1;
+  for (int pass = 0; pass < 2 && inner_w < 0; ++pass)
+    for (int wi = 0; wi < nf && inner_w < 0; ++wi) {
+      const auto& f = fws[static_cast<size_t>(wi)];
+      if (f.call.name != op || (f.call.wrapper >= 0 && f.call.wrapper < nf)) continue;
       if (pass == 0 && f.call.args.size() != entry->params.size()) continue;
       for (const auto& c : gate.native_calls)
-        if (c.name == f.name) wrapper = &f;
+        if (reaches(c, wi, true) || reaches(c, wi, false)) inner_w = wi;
     }
   const model::NativeCall* call = nullptr;
-  int position = k;
-  std::string keyword = schema && k < static_cast<int>(schema->schema_params.size()) ? schema->schema_params[static_cast<size_t>(k)].name : entry_param.name;
-  int takes = static_cast<int>(entry->params.size());
-  if (wrapper) {
-    wp = feeds(*wrapper, k);
-    if (wp < 0) {
-      brk("the wrapper " + wrapper->name + " does not pass one of its parameters as argument " + ordinal(k) + " of " + op, {wrapper->where});
-      return finish({});
-    }
-    for (const auto& c : gate.native_calls)
-      if (c.name == wrapper->name && !call) call = &c;
-    position = wp;
-    keyword = wp < static_cast<int>(wrapper->params.size()) ? wrapper->params[static_cast<size_t>(wp)] : keyword;
-    takes = static_cast<int>(wrapper->params.size());
+  std::vector<int> chain;  // outermost first; empty: the gate calls the op directly
+  if (inner_w >= 0) {
+    for (int pass = 0; pass < 2 && !call; ++pass)
+      for (const auto& c : gate.native_calls)
+        if (!call && reaches(c, inner_w, pass == 0)) {
+          call = &c;
+          chain = pass == 0 ? chainOf(c.wrapper) : std::vector<int>{inner_w};
+        }
   } else {
     for (const auto& c : gate.native_calls)
       if (c.name == op && !call) call = &c;
+  }
+  const model::Forwarder* wrapper = chain.empty() ? nullptr : &fws[static_cast<size_t>(chain.front())];
+  const model::Forwarder* innermost = chain.empty() ? nullptr : &fws[static_cast<size_t>(chain.back())];
+  auto W = [&](size_t i) -> const model::Forwarder& { return fws[static_cast<size_t>(chain[i])]; };
+  auto paramLoc = [&](const model::Forwarder& f, int p) {
+    return p >= 0 && p < static_cast<int>(f.param_locs.size()) ? at(f.param_locs[static_cast<size_t>(p)], f.where) : f.where;
+  };
+  // From the op's argument k back through each wrapper (innermost first) to
+  // the position of the gate's call that feeds it. wps[i]: the parameter of
+  // chain[i] that carries the flag into the next layer.
+  std::vector<int> wps(chain.size(), -1);
+  int position = k;
+  const model::CallArg* forced = nullptr;  // a literal a wrapper passes instead of a parameter
+  size_t forced_in = 0;
+  for (size_t i = chain.size(); i-- > 0;) {
+    const model::Forwarder& f = W(i);
+    if (i + 1 < chain.size()) {
+      const model::Forwarder& next = W(i + 1);
+      int nt = static_cast<int>(next.params.size());
+      if (static_cast<int>(f.call.args.size()) < nt || positionalCount(f.call) > nt)
+        L.problems.push_back({"LG005", "the wrapper " + f.name + " calls " + f.call.callee + " with " + std::to_string(f.call.args.size()) +
+                                           " arguments, but the wrapper " + next.name + " takes " + std::to_string(nt),
+                              {at(f.call.where, f.where), next.where}});
+    }
+    int ai = argIndex(f.call, position);
+    int wp = ai >= 0 && ai < static_cast<int>(f.arg_param.size()) ? f.arg_param[static_cast<size_t>(ai)] : -1;
+    if (wp < 0) {
+      const model::CallArg* a = ai >= 0 ? &f.call.args[static_cast<size_t>(ai)] : nullptr;
+      if (a && a->value && a->value->sort == model::Sort::Bool && model::isConst(a->value)) {
+        forced = a;
+        forced_in = i;
+        break;
+      }
+      brk("the wrapper " + f.name + " does not pass one of its parameters as argument " + ordinal(position) + " of " + f.call.name, {f.where});
+      return finish({});
+    }
+    wps[i] = wp;
+    position = wp;
   }
   if (!call) {
     brk("the gate class never calls " + op + " (or a wrapper of it) in the given Python files" +
@@ -254,8 +308,18 @@ FlagLink traceFlag(const model::Gate& gate, const model::Dispatch& d) {
     L.problems.push_back({"LG006", "flag trace stops at the " + std::string(wrapper ? "wrapper parameter" : "call argument") +
                                        ": no op registration (torch library m.def/m.impl or pybind11 m.def) of " + op +
                                        " in the given files (give the bindings file)",
-                          {wrapper ? wrapper->where : call->where}});
+                          {innermost ? innermost->where : call->where}});
   }
+
+  // Python-side hops for the flag's path: the wrappers' parameters (innermost
+  // pushed first: py_side is reversed), then the call argument.
+  auto pyHops = [&](const Location& arg_at, int pos, const std::vector<int>& params, size_t from) {
+    for (size_t i = chain.size(); i-- > from;)
+      if (params[i] >= 0) py_side.push_back({"wrapper parameter", paramLoc(W(i), params[i])});
+    py_side.push_back({"call argument " + ordinal(pos), arg_at});
+  };
+
+  int takes = wrapper ? static_cast<int>(wrapper->params.size()) : static_cast<int>(entry->params.size());
   int required = wrapper ? takes : requiredParams(entry->params);
   int given = positionalCount(*call);
   if (static_cast<int>(call->args.size()) < required || given > takes)
@@ -263,6 +327,20 @@ FlagLink traceFlag(const model::Gate& gate, const model::Dispatch& d) {
                                        (wrapper ? "the wrapper " + wrapper->name : "the C++ function " + entry->name) + " takes " +
                                        std::to_string(takes),
                           {call->where, wrapper ? wrapper->where : entry->where}});
+  if (forced) {
+    // A wrapper passes a constant where the flag goes: that is what C++ gets,
+    // whatever the gate passed. The trace starts at that argument.
+    const model::Forwarder& f = W(forced_in);
+    pyHops(at(forced->where, f.call.where), forced->position, wps, forced_in + 1);
+    L.value_at = forced->where;
+    L.value_text = forced->text;
+    if (!dropped) L.value = forced->value;
+    L.complete = bound && reached_branch;
+    return finish({});
+  }
+
+  std::string keyword = schema && k < static_cast<int>(schema->schema_params.size()) ? schema->schema_params[static_cast<size_t>(k)].name : entry_param.name;
+  if (wrapper) keyword = wps[0] < static_cast<int>(wrapper->params.size()) ? wrapper->params[static_cast<size_t>(wps[0])] : keyword;
   const model::CallArg* arg = argAt(*call, position, keyword);
   if (!arg) {
     L.problems.push_back({"LG005", "the gate's call of " + call->callee + " passes no argument " + ordinal(position) +
@@ -271,20 +349,13 @@ FlagLink traceFlag(const model::Gate& gate, const model::Dispatch& d) {
                           {call->where}});
     return finish({});
   }
-  auto pyHops = [&](const model::CallArg& a, int pos, int wparam) {
-    if (wrapper && wparam >= 0)
-      py_side.push_back({"wrapper parameter", wparam < static_cast<int>(wrapper->param_locs.size())
-                                                  ? at(wrapper->param_locs[static_cast<size_t>(wparam)], wrapper->where)
-                                                  : wrapper->where});
-    py_side.push_back({"call argument " + ordinal(pos), at(a.where, call->where)});
-  };
   L.value_at = arg->where;
   L.value_text = arg->text;
 
   if (!arg->value) {
     // A value the frontend could not type (an opaque call, a parameter of
     // the gate's constructor): no mismatch can be shown; C++ keeps the probe.
-    pyHops(*arg, position, wp);
+    pyHops(at(arg->where, call->where), position, wps, 0);
     L.complete = bound && reached_branch;
     return finish(arg->origin);
   }
@@ -297,13 +368,39 @@ FlagLink traceFlag(const model::Gate& gate, const model::Dispatch& d) {
       if (&a != arg && mentions(a.value, model::kFullNvlink) && !flag) flag = &a;
     std::string went;
     std::vector<Hop> fwd;
+    // Which call puts the flag elsewhere: the gate's, unless the flag enters
+    // a wrapper under the C++ flag parameter's name and that wrapper's call
+    // passes it on under another one.
+    std::string culprit = "argument " + ordinal(position) + " of " + call->callee + " is `" + arg->text + "`";
+    Location culprit_loc = arg->where;
     if (flag && flag->position >= 0) {
       int q = flag->position;
+      // Forward through the chain: the flag's parameter in each wrapper.
+      std::vector<int> fps(chain.size(), -1);
       int inner = q;
-      if (wrapper) {
-        inner = -1;
-        for (size_t i = 0; i < wrapper->call.args.size() && i < wrapper->arg_param.size(); ++i)
-          if (wrapper->arg_param[i] == q) inner = wrapper->call.args[i].position;
+      bool named_right = wrapper && q < static_cast<int>(wrapper->params.size()) &&
+                         wrapper->params[static_cast<size_t>(q)] == entry_param.name;
+      bool blamed = false;
+      for (size_t i = 0; i < chain.size() && inner >= 0; ++i) {
+        const model::Forwarder& f = W(i);
+        fps[i] = inner;
+        int out = -1;
+        for (size_t a = 0; a < f.call.args.size() && a < f.arg_param.size(); ++a)
+          if (f.arg_param[a] == inner) out = f.call.args[a].position;
+        // the position the C++ flag is expected at in this call
+        int expect = i + 1 < chain.size() ? wps[i + 1] : k;
+        std::string recv = out < 0 ? "" : i + 1 < chain.size() ? (out < static_cast<int>(W(i + 1).params.size()) ? W(i + 1).params[static_cast<size_t>(out)] : "")
+                                        : (out < static_cast<int>(entry->params.size()) ? entry->params[static_cast<size_t>(out)].name : "");
+        if (named_right && !blamed && out != expect && recv != entry_param.name) {
+          int ei = argIndex(f.call, expect);
+          const model::CallArg* ea = ei >= 0 ? &f.call.args[static_cast<size_t>(ei)] : nullptr;
+          culprit = "argument " + ordinal(expect) + " of " + f.call.callee + " in the wrapper " + f.name + " is `" +
+                    (ea ? ea->text : std::string("missing")) + "`";
+          culprit_loc = ea ? at(ea->where, f.call.where) : at(f.call.where, f.where);
+          blamed = true;
+        }
+        named_right = named_right && recv == entry_param.name;
+        inner = out;
       }
       if (inner >= 0 && inner < static_cast<int>(entry->params.size())) {
         went = "; the NVLink flag `" + flag->text + "` goes into `" + entry->params[static_cast<size_t>(inner)].name + "` (argument " +
@@ -312,19 +409,17 @@ FlagLink traceFlag(const model::Gate& gate, const model::Dispatch& d) {
       }
       cpp_hops = fwd;  // the trace ends at the parameter the flag lands in
       branch_hops.clear();
-      pyHops(*flag, q, q);
-      L.problems.push_back({"LG005", "argument " + ordinal(position) + " of " + call->callee + " is `" + arg->text +
-                                         "`, but C++ takes the flag `" + entry_param.name + "` there" + went,
-                            {arg->where, entry->where}});
+      pyHops(at(flag->where, call->where), q, fps, 0);
+      L.problems.push_back({"LG005", culprit + ", but C++ takes the flag `" + entry_param.name + "` there" + went,
+                            {culprit_loc, entry->where}});
       return finish(flag->origin);
     }
-    L.problems.push_back({"LG005", "argument " + ordinal(position) + " of " + call->callee + " is `" + arg->text +
-                                       "`, but C++ takes the flag `" + entry_param.name + "` there",
-                          {arg->where, entry->where}});
-    pyHops(*arg, position, wp);
+    L.problems.push_back({"LG005", culprit + ", but C++ takes the flag `" + entry_param.name + "` there",
+                          {culprit_loc, entry->where}});
+    pyHops(at(arg->where, call->where), position, wps, 0);
     return finish(arg->origin);
   }
-  pyHops(*arg, position, wp);
+  pyHops(at(arg->where, call->where), position, wps, 0);
   if (!dropped) L.value = arg->value;
   L.complete = bound && reached_branch;
   return finish(arg->origin);

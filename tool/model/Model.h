@@ -54,6 +54,11 @@ struct NativeCall {
   ExprPtr reached = True(); // path condition at the call
   std::vector<CallArg> args;
   Location where;
+  // The op wrapper this call reaches, as name resolution found it: an index
+  // into Gate::forwarders, or -1 (not a given def, or not resolved). For a
+  // Forwarder's own call it is the next wrapper of a chain (SGLang's
+  // custom_all_reduce_ops.init_custom_ar -> sgl_kernel.allreduce.init_custom_ar).
+  int wrapper = -1;
 };
 
 // A Python function in one of the given files that calls another function

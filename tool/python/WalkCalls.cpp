@@ -268,7 +268,10 @@ Value Walker::probeAt(const std::string& probe, TSNode call) {
 Value Walker::callGiven(const FuncInfo& fi, const std::string& fname, const Value& self, TSNode call, TSNode fnnode,
                         const Args& a, State& st, Frame& fr, Ctx& cx) {
   bool fwd = forwarder_defs_.count(fi.node.id) > 0;
-  if (fwd && recordingCalls(fr, call)) recordNative(call, fnnode, fname, st, fr, cx);
+  if (fwd && recordingCalls(fr, call)) {
+    auto it = forwarder_index_.find(fi.node.id);
+    recordNative(call, fnnode, fname, st, fr, cx, it == forwarder_index_.end() ? -1 : it->second);
+  }
   if (fwd) ++forwarder_depth_;
   Value v = callFunction(fi, fname, self, call, a, st, fr, cx);
   if (fwd) --forwarder_depth_;

@@ -143,8 +143,10 @@ ExprPtr Walker::flagExpr(const Value& v) {
 // A call from the gate class to a function it does not define. Its
 // arguments are evaluated on copies: the gate's own semantics (which never
 // looked into such calls' arguments) stay as they were.
-void Walker::recordNative(TSNode call, TSNode fnnode, const std::string& name, State& st, Frame& fr, Ctx& cx) {
+void Walker::recordNative(TSNode call, TSNode fnnode, const std::string& name, State& st, Frame& fr, Ctx& cx,
+                          int wrapper) {
   model::NativeCall nc;
+  nc.wrapper = wrapper;
   nc.callee = shortText(fnnode);
   nc.name = name.empty() ? opName(nc.callee) : name;
   nc.reached = model::And(fr.entry, model::And(st.full(), cx.guard));
@@ -213,7 +215,8 @@ void Walker::addNative(model::NativeCall nc, TSNode call) {
 
 // --- op wrappers ---------------------------------------------------------------------
 
-bool Walker::externalCallee(TSNode f, const std::vector<Param>& params, Module& m) {
+bool Walker::externalCallee(TSNode f, const std::vector<Param>& params, Module& m, int* reached) {
+  if (reached) *reached = -1;
   auto isParam = [&](const std::string& n) {
     for (const auto& p : params)
       if (p.name == n) return true;
@@ -238,6 +241,10 @@ bool Walker::externalCallee(TSNode f, const std::vector<Param>& params, Module& 
     // op wrapper (a chain: SGLang's ops module over sgl_kernel.allreduce).
     Resolved r = resolveDotted(d, &m);
     if (r.fn && !forwarder_defs_.count(r.fn->node.id)) ext = false;
+    if (r.fn && ext && reached) {
+      auto it = forwarder_index_.find(r.fn->node.id);
+      if (it != forwarder_index_.end()) *reached = it->second;
+    }
   }
   cur_ = saved;
   return ext;
@@ -273,8 +280,10 @@ void Walker::findForwarders(Module& m) {
       if (!is(f, "identifier") && !is(f, "attribute")) continue;
       TSNode args = field(c, "arguments");
       if (!is(args, "argument_list")) continue;
-      if (!externalCallee(f, params, m)) continue;
+      int reached = -1;
+      if (!externalCallee(f, params, m, &reached)) continue;
       model::Forwarder fw;
+      fw.call.wrapper = reached;
       fw.call.callee = shortText(f);
       fw.call.name = opName(fw.call.callee);
       fw.call.where = loc(c, "wrapper call");
@@ -294,6 +303,9 @@ void Walker::findForwarders(Module& m) {
           ca.position = pos++;
         }
         ca.text = shortText(v);
+        // a literal passed on in place of a parameter: the value the next layer gets
+        if (is(v, "true")) ca.value = model::True();
+        else if (is(v, "false")) ca.value = model::False();
         int idx = -1;
         if (is(v, "identifier"))
           for (std::size_t i = 0; i < params.size(); ++i)
@@ -325,6 +337,7 @@ void Walker::findForwarders(Module& m) {
     if (splat_note)
       note("op wrapper " + best.name + " (" + where(fi.node) + ") passes *args/**kwargs on to " + best.call.callee +
            "; argument positions through it are not followed");
+    forwarder_index_[fi.node.id] = static_cast<int>(gate_.forwarders.size());
     gate_.forwarders.push_back(best);
     forwarder_defs_.insert(fi.node.id);
   }

@@ -65,6 +65,7 @@ class Walker {
   std::vector<Patch> patches_;
   bool collecting_patches_ = false;
   std::set<const void*> forwarder_defs_;  // def nodes that are op wrappers
+  std::map<const void*, int> forwarder_index_;  // def node -> index into gate_.forwarders
   int forwarder_depth_ = 0;               // inside an inlined op wrapper
   int aux_depth_ = 0;                     // walking another module's body or a patch scan
   int aux_statements_ = 0;
@@ -191,7 +192,8 @@ class Walker {
   bool recordingCalls(const Frame& fr, TSNode call) const;
   static std::string opName(const std::string& callee);
   ExprPtr flagExpr(const Value& v);
-  void recordNative(TSNode call, TSNode fnnode, const std::string& name, State& st, Frame& fr, Ctx& cx);
+  void recordNative(TSNode call, TSNode fnnode, const std::string& name, State& st, Frame& fr, Ctx& cx,
+                    int wrapper = -1);
   void addNative(model::NativeCall nc, TSNode call);
   std::vector<Param> parseParams(TSNode params);
   Value defaultValue(const Param& p);
@@ -261,7 +263,9 @@ class Walker {
                   State& st, Frame& fr, Ctx& cx);
 
   // --- op wrappers ---------------------------------------------------------------------
-  bool externalCallee(TSNode f, const std::vector<Param>& params, Module& m);
+  // `reached`: the forwarder a call of another given file resolves to (its
+  // index into gate_.forwarders), else -1.
+  bool externalCallee(TSNode f, const std::vector<Param>& params, Module& m, int* reached = nullptr);
   void findForwarders(Module& m);
 
   // --- statements ---------------------------------------------------------------
