@@ -285,8 +285,6 @@ std::string Walker::findOnDisk(const std::string& dotted, const Module& from) co
       if (fs::is_regular_file(file, ec)) return file.lexically_normal().generic_string();
       fs::path init = p / "__init__.py";
       if (fs::is_regular_file(init, ec)) return init.lexically_normal().generic_string();
-      // stop at the first folder that exists: a.b.c is not found above it
-      if (k == 1 || !fs::is_directory(p.parent_path(), ec)) continue;
     }
     if (dir.empty() || dir == dir.root_path()) break;
     fs::path parent = dir.parent_path();

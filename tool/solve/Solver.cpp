@@ -560,7 +560,14 @@ const std::vector<CellVerdict>& Solver::matrix() {
           v.dispatch.push_back(std::move(p));
         };
         if (plain) part(*plain, "");
-        for (const auto& n : cpp_only) {
+        std::vector<std::string> reads;  // the C++-only env variables this leaf's path reads
+        for (const auto& var : model::varsOf(leaf.condition)) {
+          std::string n = model::envNameOf(var.name);
+          if (!n.empty() && std::find(cpp_only.begin(), cpp_only.end(), n) != cpp_only.end() &&
+              std::find(reads.begin(), reads.end(), n) == reads.end())
+            reads.push_back(n);
+        }
+        for (const auto& n : reads) {
           z3::expr set = I.var(model::envSetVar(n), Sort::Bool, VarKind::Config, Side::Cpp);
           z3::expr g = f && set;
           for (const auto& o : cpp_only)
