@@ -546,3 +546,38 @@ TEST_F(Tree, GateWithoutDispatchNamesItsOpModule) {
   EXPECT_EQ(r.err.find("ops come from"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("found the Python gate pkg/custom_all_reduce.py but no C++ dispatch"), std::string::npos) << r.err;
 }
+
+// The seed on the 2026 SGLang shape, as a CI job meets it: a checkout tree
+// (ours: fixtures/sglang-helper-module-pcie, copied under a fresh root with
+// noise beside it) whose world-size and NVLink checks live in a helper
+// module that no layout names. `check DIR` must follow the gate's import to
+// the helper, find LG001 for 4, 6 and 8 PCIe GPUs with the env var, and
+// nothing else at error level.
+TEST_F(Tree, SeedOnTheHelperModuleShapeGivesExactlyTheThreeLG001s) {
+  fs::copy(fs::path(LAYERGATE_FIXTURES) / "sglang-helper-module-pcie", root_, fs::copy_options::recursive);
+  fs::remove(root_ / "expect.json");
+  fs::remove(root_ / "golden.txt");
+  noise(root_);
+  driver::ScanRequest req;
+  req.root = root_.string();
+  auto s = driver::scan(req);
+  ASSERT_EQ(s.results.size(), 1u);
+  const auto& r = s.results[0];
+  EXPECT_EQ(r.target, "sglang-sgl-kernel");
+  std::vector<int> ws;
+  for (const auto& f : r.findings) {
+    if (f.severity != model::Severity::Error) continue;
+    EXPECT_EQ(f.rule, "LG001") << f.message;
+    EXPECT_FALSE(f.config.full_nvlink.value_or(true));
+    ASSERT_EQ(f.config.env.size(), 1u);
+    EXPECT_EQ(f.config.env[0].first, "SGLANG_FORCE_CUSTOM_AR_PCIE");
+    ws.push_back(f.config.world_size.value_or(0));
+  }
+  EXPECT_EQ(ws, (std::vector<int>{4, 6, 8}));
+  // The NVLink flag's trace starts at the probe inside the helper module,
+  // which was read from disk by following the gate's import.
+  ASSERT_FALSE(r.trace.empty());
+  EXPECT_EQ(r.trace.front().hop, "probe");
+  EXPECT_NE(r.trace.front().where.file.find("custom_all_reduce_utils.py"), std::string::npos)
+      << r.trace.front().where.file;
+}
