@@ -139,3 +139,30 @@ TEST(Cli, DogfoodReferenceKernelsHaveNoFindings) {
     }
   EXPECT_EQ(admitted, 14);
 }
+
+// An error is a proof, end to end: the seed gate with one more early return
+// on a helper that no given file defines. Whether that helper rejects PCIe
+// boxes is unknown, so the gaps are LG008 warnings naming it (exit 0), and
+// --strict makes them errors (exit 1).
+TEST(Cli, UninterpretedHelperTurnsTheSeedIntoPossibleGapsUnlessStrict) {
+  fs::path dir = fs::temp_directory_path() / ("lg-strict-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::string py = slurp(fs::path(LAYERGATE_FIXTURES) / "seed-force-pcie/custom_all_reduce.py");
+  const std::string anchor = "        if world_size == 1:\n            return\n";
+  auto at = py.find(anchor);
+  ASSERT_NE(at, std::string::npos);
+  py.insert(at + anchor.size(), "        if not vendor_topology_ok(self.group):\n            return\n");
+  { std::ofstream(dir / "custom_all_reduce.py") << py; }
+  fs::copy_file(fs::path(LAYERGATE_FIXTURES) / "seed-force-pcie/custom_all_reduce.cuh", dir / "custom_all_reduce.cuh");
+  std::string args = check((dir / "custom_all_reduce.py").string(), (dir / "custom_all_reduce.cuh").string(), "--no-matrix");
+  CliRun r = layergate(args);
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_EQ(r.out.find("[LG001]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("warning: possible gap: world size 4 without NVLink"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("depends on `vendor_topology_ok(self.group)`"), std::string::npos) << r.out;
+  CliRun s = layergate(args + " --strict");
+  EXPECT_EQ(s.status, 1) << s.out << s.err;
+  EXPECT_NE(s.out.find("error: possible gap: world size 8 without NVLink"), std::string::npos) << s.out;
+  fs::remove_all(dir);
+}
