@@ -101,34 +101,7 @@ Value Walker::construct(TSNode call, const Args& a, State& st, Frame& fr, Ctx& c
   auto params = parseParams(field(fn, "parameters"));
   State cs;
   cs.prefix = model::And(st.full(), cx.guard);
-  Value self = vObject("self", "self");
-  std::size_t ai = 0;
-  for (std::size_t i = 0; i < params.size(); ++i) {
-    const Param& p = params[i];
-    if (i == 0) {
-      cs.locals[p.name] = self;
-      continue;
-    }
-    if (p.star || p.kwstar) {
-      cs.locals[p.name] = vObject("module", p.name);
-      if (p.star) ai = pos.size();
-    } else if (!p.kw_only && ai < pos.size()) {
-      cs.locals[p.name] = pos[ai++];
-    } else if (kw.count(p.name)) {
-      cs.locals[p.name] = kw[p.name];
-    } else if (p.has_default) {
-      Value d = defaultValue(p);
-      cs.locals[p.name] = d;
-      std::string shown = d.k == Value::K::Int || d.k == Value::K::Bool || d.k == Value::K::Str ? d.e->str()
-                                                                                                 : shortText(p.def);
-      note("constructor parameter " + p.name + " taken at its default (" + shortText(p.def) +
-           (shown != shortText(p.def) ? " = " + shown : "") + ")");
-    } else if (p.name == "group" || p.name == "device") {
-      cs.locals[p.name] = vObject("module", p.name);
-    } else {
-      cs.locals[p.name] = paramUnknown(p.name, call);
-    }
-  }
+  bindCtorParams(params, pos, kw, call, cs);
   // Constructing it is enabling it; a constructor that sets the attribute to
   // the disabled value on some path still disables it there.
   cs.attrs[spec_.enabling_attr] = vBool(model::BoolC(spec_.enabling_value));
@@ -146,6 +119,37 @@ Value Walker::construct(TSNode call, const Args& a, State& st, Frame& fr, Ctx& c
   // recorded in the constructor); what the building function does after the
   // construction does not change the admission.
   return unknown(call);
+}
+
+void Walker::bindCtorParams(const std::vector<Param>& params, const std::vector<Value>& pos,
+                            std::map<std::string, Value>& kw, TSNode at, State& st) {
+  std::size_t ai = 0;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const Param& p = params[i];
+    if (i == 0) {
+      st.locals[p.name] = vObject("self", "self");
+      continue;
+    }
+    if (p.star || p.kwstar) {
+      st.locals[p.name] = vObject("module", p.name);
+      if (p.star) ai = pos.size();
+    } else if (!p.kw_only && ai < pos.size()) {
+      st.locals[p.name] = pos[ai++];
+    } else if (kw.count(p.name)) {
+      st.locals[p.name] = kw[p.name];
+    } else if (p.has_default) {
+      Value d = defaultValue(p);
+      st.locals[p.name] = d;
+      std::string shown = d.k == Value::K::Int || d.k == Value::K::Bool || d.k == Value::K::Str ? d.e->str()
+                                                                                                 : shortText(p.def);
+      note("constructor parameter " + p.name + " taken at its default (" + shortText(p.def) +
+           (shown != shortText(p.def) ? " = " + shown : "") + ")");
+    } else if (p.name == "group" || p.name == "device") {
+      st.locals[p.name] = vObject("module", p.name);
+    } else {
+      st.locals[p.name] = paramUnknown(p.name, at);
+    }
+  }
 }
 
 }  // namespace layergate::python::detail

@@ -434,28 +434,9 @@ model::Gate Walker::run() {
     TSNode fn = init->second.node;
     auto params = parseParams(field(fn, "parameters"));
     State st;
+    std::map<std::string, Value> no_kw;
+    bindCtorParams(params, {}, no_kw, fn, st);
     Value self = vObject("self", "self");
-    for (std::size_t i = 0; i < params.size(); ++i) {
-      const Param& p = params[i];
-      if (i == 0) {
-        st.locals[p.name] = self;
-        continue;
-      }
-      if (p.star || p.kwstar) {
-        st.locals[p.name] = vObject("module", p.name);
-      } else if (p.has_default) {
-        Value d = defaultValue(p);
-        st.locals[p.name] = d;
-        std::string shown = d.k == Value::K::Int || d.k == Value::K::Bool || d.k == Value::K::Str ? d.e->str()
-                                                                                                   : shortText(p.def);
-        note("constructor parameter " + p.name + " taken at its default (" + shortText(p.def) +
-             (shown != shortText(p.def) ? " = " + shown : "") + ")");
-      } else if (p.name == "group" || p.name == "device") {
-        st.locals[p.name] = vObject("module", p.name);
-      } else {
-        st.locals[p.name] = paramUnknown(p.name, fn);
-      }
-    }
     // An instance that never sets the attribute is not enabled (reading it
     // later raises AttributeError).
     st.attrs[spec_.enabling_attr] = vBool(model::BoolC(!spec_.enabling_value));

@@ -306,6 +306,11 @@ class Walker {
   const FuncInfo* findBuilder(TSNode& construction);
   std::vector<Exit> walkBuilder(const FuncInfo& bf, const std::string& name);
   Value construct(TSNode call, const Args& a, State& st, Frame& fr, Ctx& cx);
+  // The constructor's parameters bound for a walk of __init__: `self`, the
+  // arguments given (none when the constructor is the gate itself), else the
+  // default (said in a note), else an unknown located at `at`.
+  void bindCtorParams(const std::vector<Param>& params, const std::vector<Value>& pos,
+                      std::map<std::string, Value>& kw, TSNode at, State& st);
 
   // --- structure ----------------------------------------------------------------
   void pruneTentative();
