@@ -15,6 +15,8 @@
 
 #include "model/Errors.h"
 
+#include "python/PythonFrontend.h"
+
 namespace layergate::discover {
 namespace {
 
@@ -273,25 +275,14 @@ struct FileFacts {
   int module_functions = 0;
 };
 
+// Parsed with tree-sitter-python (the Python frontend's outline): a class
+// named in a string or a comment is not a class.
 FileFacts pythonFacts(const std::string& text) {
   FileFacts f;
   f.read = true;
-  for (const auto& l : textLines(text)) {
-    size_t i = indentOf(l);
-    auto word = [&](const char* kw) {
-      size_t n = std::strlen(kw);
-      return l.compare(i, n, kw) == 0 && i + n < l.size() && (l[i + n] == ' ' || l[i + n] == '\t');
-    };
-    if (word("class")) {
-      size_t b = i + 5;
-      while (b < l.size() && (l[b] == ' ' || l[b] == '\t')) ++b;
-      size_t e = b;
-      while (e < l.size() && isIdent(l[e])) ++e;
-      if (e > b) f.classes.insert(l.substr(b, e - b));
-    } else if (i == 0 && (word("def") || (word("async") && l.find(" def ") != std::string::npos))) {
-      ++f.module_functions;
-    }
-  }
+  python::Outline o = python::outline(text);
+  f.classes.insert(o.classes.begin(), o.classes.end());
+  f.module_functions = o.module_functions;
   return f;
 }
 

@@ -10,7 +10,11 @@
 // actually uses it.
 #include "python/PythonFrontend.h"
 
+#include <tree_sitter/api.h>
+
 #include "python/Walker.h"
+
+extern "C" const TSLanguage* tree_sitter_python();
 
 namespace layergate::python {
 
@@ -22,6 +26,36 @@ model::Gate extractGate(const std::vector<SourceFile>& files, const target::Pyth
 
 model::Gate extractGate(const SourceFile& file, const target::PythonGateSpec& spec, const Limits& limits) {
   return extractGate(std::vector<SourceFile>{file}, spec, limits);
+}
+
+Outline outline(const std::string& text) {
+  Outline out;
+  TSParser* parser = ts_parser_new();
+  ts_parser_set_language(parser, tree_sitter_python());
+  TSTree* tree = ts_parser_parse_string(parser, nullptr, text.data(), static_cast<uint32_t>(text.size()));
+  ts_parser_delete(parser);
+  if (!tree) return out;
+  TSNode root = ts_tree_root_node(tree);
+  std::vector<std::pair<TSNode, bool>> stack{{root, true}};  // node, at module level
+  while (!stack.empty()) {
+    auto [n, top] = stack.back();
+    stack.pop_back();
+    for (TSNode k : detail::named(n)) {
+      TSNode def = detail::is(k, "decorated_definition") ? ts_node_child_by_field_name(k, "definition", 10) : k;
+      if (detail::is(def, "class_definition")) {
+        TSNode name = ts_node_child_by_field_name(def, "name", 4);
+        out.classes.push_back(text.substr(ts_node_start_byte(name), ts_node_end_byte(name) - ts_node_start_byte(name)));
+        stack.push_back({def, false});
+      } else if (detail::is(def, "function_definition")) {
+        if (top) ++out.module_functions;
+        stack.push_back({def, false});
+      } else {
+        stack.push_back({k, top && !detail::is(k, "function_definition")});
+      }
+    }
+  }
+  ts_tree_delete(tree);
+  return out;
 }
 
 }  // namespace layergate::python

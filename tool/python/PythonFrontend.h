@@ -31,6 +31,14 @@ struct Limits {
   std::size_t max_bytes = 8u << 20;
 };
 
+// What a module defines, for discovery (no walk): the names of its classes
+// (at any depth) and how many functions it defines at module level.
+struct Outline {
+  std::vector<std::string> classes;
+  int module_functions = 0;
+};
+Outline outline(const std::string& text);
+
 model::Gate extractGate(const std::vector<SourceFile>& files, const target::PythonGateSpec& spec,
                         const Limits& limits = {});
 // One file: the same as a list of one.
