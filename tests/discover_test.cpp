@@ -181,11 +181,17 @@ TEST_F(Tree, BundledLayoutsInheritTheGenericDescription) {
   std::vector<std::string> names;
   for (const auto& x : t) names.push_back(x.name);
   for (const char* n : {"custom-allreduce", "sglang-sgl-kernel", "sglang-vllm-ops", "vllm-csrc", "vllm-libtorch-stable",
-                        "vendored-flashinfer", "vllm-fork-aphrodite"})
+                        "vendored-flashinfer", "vllm-fork-aphrodite", "sglang-trt-reduce"})
     EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
   for (const auto& x : t) {
     EXPECT_EQ(x.python.probes.at("is_full_nvlink"), "full_nvlink") << x.name;
-    EXPECT_EQ(x.cpp.dispatch_functions, std::vector<std::string>{"allreduce"}) << x.name;
+    if (x.name == "sglang-trt-reduce") {
+      // a free function template: no class, the ranks per node are the world size
+      EXPECT_TRUE(x.cpp.class_names.empty());
+      EXPECT_EQ(x.cpp.members.at("ranks_per_node"), "world_size");
+    } else {
+      EXPECT_EQ(x.cpp.dispatch_functions, std::vector<std::string>{"allreduce"}) << x.name;
+    }
     EXPECT_FALSE(x.discovery.python_paths.empty()) << x.name;
     EXPECT_EQ(x.discovery.fallback, x.name == "custom-allreduce") << x.name;
   }
@@ -580,4 +586,29 @@ TEST_F(Tree, SeedOnTheHelperModuleShapeGivesExactlyTheThreeLG001s) {
   EXPECT_EQ(r.trace.front().hop, "probe");
   EXPECT_NE(r.trace.front().where.file.find("custom_all_reduce_utils.py"), std::string::npos)
       << r.trace.front().where.file;
+}
+
+// Early-2025 SGLang: no custom_all_reduce.cuh, sgl-kernel's trt_reduce
+// dispatch instead; the op module picks its ops at import time from an env
+// var. Found by the sglang-trt-reduce layout; the planted world size 3 is the
+// only error, and the other op library's configurations are said to be left out.
+TEST_F(Tree, EarlySglangTreeOnTrtReduceIsAnalysedWithItsOpChoice) {
+  fs::copy(fs::path(LAYERGATE_FIXTURES) / "sglang-trt-reduce-ws3", root_, fs::copy_options::recursive);
+  fs::remove(root_ / "expect.json");
+  fs::remove(root_ / "golden.txt");
+  noise(root_);
+  driver::ScanRequest req;
+  req.root = root_.string();
+  auto s = driver::scan(req);
+  ASSERT_EQ(s.results.size(), 1u);
+  const auto& r = s.results[0];
+  EXPECT_EQ(r.target, "sglang-trt-reduce");
+  std::vector<std::pair<int, bool>> cells;
+  for (const auto& f : r.findings)
+    if (f.severity == model::Severity::Error)
+      cells.push_back({static_cast<int>(f.config.world_size.value_or(0)), f.config.full_nvlink.value_or(false)});
+  EXPECT_EQ(cells, (std::vector<std::pair<int, bool>>{{3, true}}));
+  bool said = false;
+  for (const auto& n : r.gate.notes) said |= n.find("not checked") != std::string::npos && n.find("take_other_ops") != std::string::npos;
+  EXPECT_TRUE(said);
 }

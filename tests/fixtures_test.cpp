@@ -41,6 +41,7 @@ std::string slurp(const fs::path& p) {
 // [...]); by default the folder's *.py and *.cuh/*.cu/*.h files.
 void inputs(const std::string& name, const json& expect, driver::Request& req) {
   std::string dir = std::string("fixtures/") + name + "/";
+  if (expect.contains("target")) req.target = expect["target"].get<std::string>();
   if (expect.contains("python")) {
     for (const auto& p : expect["python"]) req.python_files.push_back(dir + p.get<std::string>());
     for (const auto& p : expect["cpp"]) req.cpp_files.push_back(dir + p.get<std::string>());

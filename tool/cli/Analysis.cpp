@@ -86,6 +86,8 @@ report::Result analyse(const Request& req) {
   solve::Solver solver(r.gate, r.dispatch, req.solve, flag.value);
   checks::CheckContext ctx{r.gate, r.dispatch, solver, flag.member.empty() ? nullptr : &flag};
   r.findings = checks::runChecks(ctx);
+  for (const auto& u : r.gate.unchecked)
+    if (solver.possible(u.condition)) r.gate.notes.push_back(u.text);
   if (req.strict)
     for (auto& f : r.findings)
       if (f.rule == "LG008") f.severity = model::Severity::Error;

@@ -175,19 +175,24 @@ class IncludeWatcher : public PPCallbacks {
 class FindDispatch : public RecursiveASTVisitor<FindDispatch> {
  public:
   explicit FindDispatch(const target::CppDispatchSpec& spec) : spec_(spec) {}
+  // A member function of one of the spec's classes, or, when the spec names no
+  // class, a namespace-scope function (a free function template such as a
+  // dispatch on the ranks per node).
   bool VisitFunctionDecl(FunctionDecl* fd) {
-    auto* md = dyn_cast<CXXMethodDecl>(fd);
-    if (!md || !md->doesThisDeclarationHaveABody()) return true;
-    if (md->isTemplateInstantiation()) return true;
-    std::string fn = md->getNameAsString();
-    std::string cls = md->getParent()->getNameAsString();
+    if (!fd->doesThisDeclarationHaveABody() || fd->isTemplateInstantiation()) return true;
+    std::string fn = fd->getNameAsString();
     bool fnOk = false, clsOk = false;
     for (auto& f : spec_.dispatch_functions) fnOk |= (f == fn);
-    for (auto& c : spec_.class_names) clsOk |= (c == cls);
-    if (fnOk && clsOk) found.push_back(md);
+    if (auto* md = dyn_cast<CXXMethodDecl>(fd)) {
+      std::string cls = md->getParent()->getNameAsString();
+      for (auto& c : spec_.class_names) clsOk |= (c == cls);
+    } else {
+      clsOk = spec_.class_names.empty() && fd->getDeclContext()->getRedeclContext()->isFileContext();
+    }
+    if (fnOk && clsOk) found.push_back(fd);
     return true;
   }
-  std::vector<const CXXMethodDecl*> found;
+  std::vector<const FunctionDecl*> found;
 
  private:
   const target::CppDispatchSpec& spec_;
@@ -917,8 +922,8 @@ class Consumer : public SemaConsumer {
         FindDispatch finder(*job_.spec);
         finder.TraverseDecl(ctx.getTranslationUnitDecl());
         if (!finder.found.empty()) {
-          const CXXMethodDecl* chosen = finder.found.front();
-          for (const CXXMethodDecl* md : finder.found)
+          const FunctionDecl* chosen = finder.found.front();
+          for (const FunctionDecl* md : finder.found)
             if (detail::bodyLaunches(ctx, md, wo)) {
               chosen = md;
               break;

@@ -165,8 +165,17 @@ struct Gate {
   // statement is reached with a true value (attributes substituted), so that a
   // finding can point at the line that admits its counterexample.
   std::vector<GateCheck> admits;
-  // admit AND per_call: what LG001/LG002 query.
-  ExprPtr predicate() const { return And(admit, per_call); }
+  // Where the checked dispatch is the one the gate reaches: the conditions an
+  // op wrapper the gate calls is defined under (a module-level `if` on an env
+  // var choosing between op libraries). Outside it the gate calls code that
+  // is not this dispatch; those configurations are not checked (a note says so).
+  ExprPtr scope = True();
+  // Each part of scope left out: condition (reaching the call while the
+  // definition's conditions fail) and the note saying so (cli adds it when
+  // some configuration meets the condition).
+  std::vector<GateCheck> unchecked;
+  // admit AND per_call (within scope): what LG001/LG002 query.
+  ExprPtr predicate() const { return And(And(admit, per_call), scope); }
   // `assert` conditions on the gate's paths (reached -> condition): invariants
   // the program states about its inputs (the group's backend, the device's
   // type). A gap must exist when they hold; an uninterpreted term inside one

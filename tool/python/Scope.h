@@ -65,6 +65,9 @@ struct FuncInfo {
   bool is_static = false, is_classmethod = false;
   bool is_method = false;
   Module* mod = nullptr;  // the file that defines it
+  // Module-level conditions the definition sits under that the target does not
+  // decide (an env var, say): (condition, taken-when-true). Empty: unconditional.
+  std::vector<std::pair<TSNode, bool>> guards;
 };
 
 // One given Python file.
@@ -76,6 +79,8 @@ struct Module {
   std::vector<std::string> pkg;    // the package it is in (for relative imports)
   std::map<std::string, std::string> aliases;  // local name -> dotted origin
   std::map<std::string, FuncInfo> funcs;       // module-level functions
+  // Module-level definitions under undecided conditions: def node id -> guards.
+  std::map<const void*, std::vector<std::pair<TSNode, bool>>> def_guards;
   std::map<std::string, TSNode> classes;       // module-level classes
   std::map<std::string, Value> globals;
   int walked = 0;  // 0 not yet, 1 walking, 2 done

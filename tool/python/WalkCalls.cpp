@@ -269,6 +269,7 @@ Value Walker::callGiven(const FuncInfo& fi, const std::string& fname, const Valu
                         const Args& a, State& st, Frame& fr, Ctx& cx) {
   bool fwd = forwarder_defs_.count(fi.node.id) > 0;
   if (fwd && recordingCalls(fr, call)) {
+    scopeToDefinition(fi, fname, call, model::And(fr.entry, model::And(st.full(), cx.guard)));
     auto it = forwarder_index_.find(fi.node.id);
     recordNative(call, fnnode, fname, st, fr, cx, it == forwarder_index_.end() ? -1 : it->second);
   }
@@ -277,6 +278,40 @@ Value Walker::callGiven(const FuncInfo& fi, const std::string& fname, const Valu
   if (fwd) --forwarder_depth_;
   if (spec_.probes.count(fname)) v = applyPatches(fname, v, call, a, st, fr, cx);
   return v;
+}
+
+// The op module defines this wrapper only under module-level conditions the
+// target leaves open (`if use_vllm_ops: def init_custom_ar(...) -> vLLM's op`
+// / `else: ... -> ours`). On a path where the gate calls it while they fail,
+// the name is another definition, whose C++ is not the dispatch checked here:
+// those configurations are left out of the check (Gate::scope: path ->
+// conditions) and a note says so, rather than being compared with a dispatch
+// they never reach.
+void Walker::scopeToDefinition(const FuncInfo& fi, const std::string& fname, TSNode call, const ExprPtr& path) {
+  if (fi.guards.empty() || !scoped_defs_.insert(call.id).second) return;
+  ExprPtr in = model::True();
+  std::string conds;
+  {
+    ModuleScope scope(*this, fi.mod);
+    State s;
+    Frame f{Frame::Kind::Module};
+    for (const auto& [cond, positive] : fi.guards) {
+      Ctx c;
+      ExprPtr e = truthy(eval(cond, s, f, c));
+      in = model::And(in, positive ? e : model::Not(e));
+      // what fails the guard: a taken-when-true clause false, an else's earlier clause true
+      conds += std::string(conds.empty() ? "" : " or ") + "`" + shortText(cond) + "` is " +
+               (positive ? "false" : "true");
+    }
+  }
+  if (model::isTrue(in)) return;
+  gate_.scope = model::And(gate_.scope, model::Or(model::Not(path), in));
+  gate_.unchecked.push_back(
+      {model::And(path, model::Not(in)),
+       "not checked: configurations that reach the call of " + fname + " at " + where(call) + " where " + conds +
+           " (" + where(fi.guards.back().first) + "): " + fname +
+           " is then another definition, whose C++ is not this dispatch",
+       loc(call, "unchecked call")});
 }
 
 std::vector<Param> Walker::parseParams(TSNode params) {

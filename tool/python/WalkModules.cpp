@@ -158,11 +158,12 @@ void Walker::ensureWalked(Module* m) {
 void Walker::collectDecls(Module& m) {
   Module* saved = cur_;
   cur_ = &m;
-  collectBlock(m, m.root, 0);
+  std::vector<std::pair<TSNode, bool>> guards;
+  collectBlock(m, m.root, 0, guards);
   cur_ = saved;
 }
 
-void Walker::collectBlock(Module& m, TSNode block, int depth) {
+void Walker::collectBlock(Module& m, TSNode block, int depth, std::vector<std::pair<TSNode, bool>>& guards) {
   if (depth > limits_.max_depth) return;
   for (TSNode k : named(block)) {
     TSNode def = is(k, "decorated_definition") ? field(k, "definition") : k;
@@ -170,6 +171,7 @@ void Walker::collectBlock(Module& m, TSNode block, int depth) {
     if (is(k, "import_statement") || is(k, "import_from_statement")) {
       recordImport(k);
     } else if (is(def, "function_definition")) {
+      if (!guards.empty()) m.def_guards[def.id] = guards;
       m.funcs[text(field(def, "name"))] = funcInfo(def, dec, false);
     } else if (is(def, "class_definition")) {
       std::string cname = text(field(def, "name"));
@@ -186,15 +188,22 @@ void Walker::collectBlock(Module& m, TSNode block, int depth) {
       for (TSNode a : named(k))
         if (is(a, "elif_clause")) clauses.push_back({field(a, "condition"), field(a, "consequence")});
         else if (is(a, "else_clause")) clauses.push_back({TSNode{}, field(a, "body")});
+      // A clause the target does not decide guards its definitions; the
+      // clauses after it run only when it was false.
+      std::size_t pushed = 0;
       for (const auto& [cond, body] : clauses) {
         std::optional<bool> v = ts_node_is_null(cond) ? std::optional<bool>(true) : platformTruth(cond);
         if (v && !*v) continue;
-        collectBlock(m, body, depth + 1);
+        if (!v) guards.push_back({cond, true});
+        collectBlock(m, body, depth + 1, guards);
         if (v) break;
+        guards.back().second = false;
+        ++pushed;
       }
+      guards.resize(guards.size() - pushed);
     } else if (is(k, "try_statement") || is(k, "except_clause") || is(k, "except_group_clause") ||
                is(k, "finally_clause") || is(k, "else_clause") || is(k, "with_statement") || is(k, "block")) {
-      collectBlock(m, k, depth + 1);
+      collectBlock(m, k, depth + 1, guards);
     }
   }
 }
@@ -383,6 +392,10 @@ FuncInfo Walker::funcInfo(TSNode def, TSNode decorated, bool is_method) {
   fi.node = def;
   fi.mod = cur_;
   fi.is_method = is_method;
+  if (cur_) {
+    auto g = cur_->def_guards.find(def.id);
+    if (g != cur_->def_guards.end()) fi.guards = g->second;
+  }
   if (!ts_node_is_null(decorated))
     for (TSNode d : named(decorated)) {
       if (!is(d, "decorator")) continue;

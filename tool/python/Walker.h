@@ -237,7 +237,11 @@ class Walker {
   Resolved resolveIn(Module* m, const std::vector<std::string>& rest, int depth);
   void ensureWalked(Module* m);
   void collectDecls(Module& m);
-  void collectBlock(Module& m, TSNode block, int depth);
+  void collectBlock(Module& m, TSNode block, int depth, std::vector<std::pair<TSNode, bool>>& guards);
+  // A forwarder defined under undecided module-level conditions: the dispatch
+  // is checked only where they hold (Gate::scope), said in a note.
+  void scopeToDefinition(const FuncInfo& fi, const std::string& fname, TSNode call, const ExprPtr& path);
+  std::set<const void*> scoped_defs_;
   // A condition on the platform alone (the target's platform flags, `is_hip()`,
   // `torch.version.hip is not None`), decided for the target platform; nullopt
   // when it reads anything else.

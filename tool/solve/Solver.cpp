@@ -462,6 +462,7 @@ Solver::Solver(const model::Gate& gate, const model::Dispatch& dispatch, Options
   I.collectStrings(gate.assumed);
   for (const auto& a : gate.admits) I.collectStrings(a.condition);
   for (const auto& r : gate.rejects) I.collectStrings(r.condition);
+  for (const auto& u : gate.unchecked) I.collectStrings(u.condition);
   for (const auto& l : dispatch.leaves) I.collectStrings(l.condition);
   if (flag_value) I.collectStrings(flag_value);
   I.gate = I.translate(gate.predicate(), Side::Python);
@@ -488,6 +489,12 @@ Solver::Solver(const model::Gate& gate, const model::Dispatch& dispatch, Options
 }
 
 Solver::~Solver() = default;
+
+bool Solver::possible(const model::ExprPtr& e) {
+  Impl::Query q(*impl_);
+  q.s.add(impl_->translate(e, Side::Python));
+  return q.s.check() != z3::unsat;
+}
 
 std::vector<Cell> Solver::cells() const {
   std::vector<Cell> out;

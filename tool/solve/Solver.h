@@ -136,6 +136,10 @@ class Solver {
   // configuration the gate admits.
   std::vector<EnvRejection> findEnvRejections();
 
+  // Whether some configuration (any world size, size, env) makes a Python-side
+  // condition true; Z3 giving up answers true.
+  bool possible(const model::ExprPtr& e);
+
   const model::Gate& gate() const { return gate_; }
   const model::Dispatch& dispatch() const { return dispatch_; }
 

@@ -112,8 +112,9 @@ Target fromJson(const json& j, const std::string& origin) {
   } catch (const json::exception& e) {
     throw InputError(origin + ": bad target description: " + e.what());
   }
-  if (t.python.class_names.empty() || t.cpp.class_names.empty() || t.cpp.dispatch_functions.empty())
-    throw InputError(origin + ": a target needs python.classes, cpp.classes and cpp.dispatch_functions");
+  // cpp.classes may be empty: the dispatch is then a namespace-scope function.
+  if (t.python.class_names.empty() || t.cpp.dispatch_functions.empty())
+    throw InputError(origin + ": a target needs python.classes and cpp.dispatch_functions");
   return t;
 }
 

@@ -29,7 +29,7 @@ struct PythonGateSpec {
 };
 
 struct CppDispatchSpec {
-  std::vector<std::string> class_names;         // "CustomAllreduce"
+  std::vector<std::string> class_names;         // "CustomAllreduce"; none: a free function
   std::vector<std::string> dispatch_functions;  // "allreduce"
   // Member or variable name -> config variable.
   std::map<std::string, std::string> members;
