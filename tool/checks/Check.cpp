@@ -32,6 +32,11 @@ const std::vector<RuleInfo>& allRules() {
        "A gap (no kernel, or a throw) that holds only for some values of code the analysis did not interpret"},
       {"LG009", "cpp-rejects-env-value", model::Severity::Warning,
        "The C++ dispatch throws for values of an environment variable that only C++ reads, in a configuration the gate admits"},
+      // Reported by the suppression stage (report/Suppress.cpp), not by a check.
+      {"LG010", "blanket-suppression", model::Severity::Warning,
+       "A `layergate: ignore` comment without rule codes silences every rule on its line"},
+      {"LG011", "unused-suppression", model::Severity::Warning,
+       "A `layergate: ignore[...]` comment (or a code in it) matched no finding, or is malformed"},
   };
   return rules;
 }

@@ -2,12 +2,15 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "checks/Check.h"
 #include "link/Link.h"
 #include "model/Errors.h"
 #include "python/PythonFrontend.h"
+#include "report/Baseline.h"
+#include "report/Suppress.h"
 
 namespace layergate::driver {
 
@@ -92,7 +95,31 @@ report::Result analyse(const Request& req) {
     for (auto& f : r.findings)
       if (f.rule == "LG008") f.severity = model::Severity::Error;
   r.matrix = solver.matrix();
+  finishFindings(req, r);
   return r;
+}
+
+void finishFindings(const Request& req, report::Result& r) {
+  // Every input (a suppression there that matched nothing is LG011) and
+  // every file a finding points at.
+  std::vector<std::string> paths = r.python_files;
+  paths.insert(paths.end(), r.cpp_files.begin(), r.cpp_files.end());
+  for (const auto& f : r.findings)
+    if (!f.locations.empty() && !f.locations[0].file.empty()) paths.push_back(f.locations[0].file);
+  std::map<std::string, model::SourceText> files;
+  for (const auto& p : paths) {
+    if (files.count(p)) continue;
+    model::SourceText src;
+    src.text = readSource(p, req.max_file_bytes);
+    auto ext = fs::path(p).extension().string();
+    src.facts = ext == ".py" || ext == ".pyi" ? python::sourceFacts(src.text) : cpp::sourceFacts(src.text, p);
+    files.emplace(p, std::move(src));
+  }
+  auto enabled = [&](const std::string& rule) { return !req.settings || req.settings->enabled(rule); };
+  if (req.settings) req.settings->apply(r.findings);
+  report::applySuppressions(r.findings, files, enabled);
+  if (req.settings) req.settings->apply(r.findings);  // LG010/LG011 follow the policy too
+  report::assignFingerprints(r.findings, files);
 }
 
 }  // namespace layergate::driver

@@ -4,9 +4,11 @@
 // Throws InputError for bad input (the CLI turns it into exit status 2).
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "config/Config.h"
 #include "cpp/CppFrontend.h"
 #include "report/Report.h"
 #include "solve/Solver.h"
@@ -24,10 +26,18 @@ struct Request {
   std::size_t max_file_bytes = 8u << 20;
   int max_depth = 200;  // nesting, both frontends
   bool strict = false;  // possible gaps (LG008) are errors
+  // The configuration's rule policy (select/ignore, severities, per-file
+  // ignores); null: every rule at its own severity. Inline suppressions
+  // apply either way.
+  std::shared_ptr<const config::Settings> settings;
 };
 
 target::Target selectTarget(const std::string& rules_dir, const std::string& name);
 report::Result analyse(const Request& request);
+
+// After the checks: severities and the rule policy, inline suppressions
+// (LG010/LG011), fingerprints. Reads the files the findings point at.
+void finishFindings(const Request& req, report::Result& r);
 
 // Reads a whole file; InputError (one line) when it is missing, not a regular
 // file, unreadable or larger than max_bytes.

@@ -64,20 +64,26 @@ ScanResult scan(const ScanRequest& req) {
   std::string rules = absolute(req.base.rules_dir.empty() ? target::defaultRulesDir() : req.base.rules_dir);
   auto targets = target::loadTargets(rules);
 
+  discover::Options dopt = req.discover;
+  if (req.base.settings && !req.base.settings->exclude.value.empty() && !dopt.exclude) {
+    auto settings = req.base.settings;
+    std::string root = req.root;
+    dopt.exclude = [settings, root](const std::string& rel) { return settings->excluded(root + "/" + rel); };
+  }
   discover::Result found;
   if (!req.base.target.empty()) {
     // --target NAME: that target's own layout if it matches, else every gate
     // the other descriptions find, analysed with NAME's description.
     target::Target forced = selectTarget(rules, req.base.target);
     forced.discovery.fallback = false;
-    found = discover::discover(req.root, {forced}, req.discover);
+    found = discover::discover(req.root, {forced}, dopt);
     if (found.units.empty()) {
-      found = discover::discover(req.root, targets, req.discover);
+      found = discover::discover(req.root, targets, dopt);
       discover::requireUnits(found, targets, req.root);
       for (auto& u : found.units) u.target = forced.name;
     }
   } else {
-    found = discover::discover(req.root, targets, req.discover);
+    found = discover::discover(req.root, targets, dopt);
     discover::requireUnits(found, targets, req.root);
   }
 
@@ -126,9 +132,11 @@ std::string renderScanText(const ScanResult& s, const report::TextOptions& o) {
   if (s.results.size() > 1) {
     int errors = countAtLeast(s, model::Severity::Error);
     int warnings = countAtLeast(s, model::Severity::Warning) - errors;
-    out += fmt::format("\nin all, {} gate{}: {} error{}, {} warning{}\n", s.results.size(),
+    int suppressed = 0, baselined = 0;
+    for (const auto& r : s.results) suppressed += report::countSuppressed(r), baselined += r.baselined;
+    out += fmt::format("\nin all, {} gate{}: {} error{}, {} warning{}{}\n", s.results.size(),
                        s.results.size() == 1 ? "" : "s", errors, errors == 1 ? "" : "s", warnings,
-                       warnings == 1 ? "" : "s");
+                       warnings == 1 ? "" : "s", report::suppressedText(suppressed, baselined));
   }
   return out;
 }
@@ -141,10 +149,15 @@ std::string renderScanJson(const ScanResult& s) {
     analyses.push_back(std::move(j));
   }
   int errors = countAtLeast(s, model::Severity::Error);
+  int suppressed = 0, baselined = 0;
+  for (const auto& r : s.results) suppressed += report::countSuppressed(r), baselined += r.baselined;
   json out = {{"tool", {{"name", "layergate"}, {"version", LAYERGATE_VERSION}}},
               {"analyses", analyses},
               {"notes", s.notes},
-              {"summary", {{"errors", errors}, {"warnings", countAtLeast(s, model::Severity::Warning) - errors}}}};
+              {"summary", {{"errors", errors},
+                           {"warnings", countAtLeast(s, model::Severity::Warning) - errors},
+                           {"suppressed", suppressed},
+                           {"baselined", baselined}}}};
   return out.dump(2) + "\n";
 }
 

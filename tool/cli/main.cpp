@@ -18,7 +18,9 @@
 #include "checks/Check.h"
 #include "cli/Analysis.h"
 #include "cli/Scan.h"
+#include "config/Config.h"
 #include "model/Errors.h"
+#include "report/Baseline.h"
 #include "report/Report.h"
 #include "selftest/FromAnalysis.h"
 
@@ -39,7 +41,33 @@ struct CheckArgs {
   std::string fail_on = "error";
   std::string color = "auto";
   bool no_matrix = false;
+  config::Overrides overrides;  // flags given on the command line
+  bool show_settings = false;
+  std::string baseline, write_baseline;
 };
+
+// --write-baseline, then --baseline: what is left is what the report shows.
+void baselines(const CheckArgs& a, const std::vector<report::Result*>& results) {
+  if (!a.write_baseline.empty()) {
+    report::writeBaseline(a.write_baseline, std::vector<const report::Result*>(results.begin(), results.end()));
+    std::cerr << "layergate: wrote baseline " << a.write_baseline << " (exit status 0: its findings are accepted)\n";
+  }
+  if (a.baseline.empty()) return;
+  report::Baseline b = report::readBaseline(a.baseline);
+  for (auto* r : results) report::applyBaseline(*r, b);
+}
+
+// The configuration file and the command line, applied to the check's options.
+void configure(CheckArgs& a) {
+  std::string start = !a.paths.empty() ? a.paths[0] : !a.req.python_files.empty() ? a.req.python_files[0]
+                                     : !a.req.cpp_files.empty()    ? a.req.cpp_files[0] : ".";
+  auto s = std::make_shared<config::Settings>(config::resolve(start, a.overrides));
+  a.fail_on = s->fail_on.value;
+  a.req.solve.max_world_size = s->max_world_size.value;
+  a.req.strict = s->strict.value;
+  a.req.rules_dir = s->rules_dir.value;
+  a.req.settings = s;
+}
 
 // A directory: discover the gates under it (paths in the output relative to
 // it). Files: classified by extension, added to --python/--cpp.
@@ -47,6 +75,9 @@ int runScan(const CheckArgs& a) {
   driver::ScanRequest sr{a.paths[0], a.req, {}};
   sr.discover.max_files = a.max_files;
   driver::ScanResult s = driver::scan(sr);
+  std::vector<report::Result*> all;
+  for (auto& r : s.results) all.push_back(&r);
+  baselines(a, all);
   if (a.format == "json") {
     std::cout << driver::renderScanJson(s);
   } else if (a.format == "sarif") {
@@ -58,12 +89,17 @@ int runScan(const CheckArgs& a) {
     std::cout << driver::renderScanText(s, o);
   }
   std::cout.flush();
-  if (a.fail_on == "never") return kExitClean;
+  if (a.fail_on == "never" || !a.write_baseline.empty()) return kExitClean;
   auto sev = a.fail_on == "warning" ? model::Severity::Warning : model::Severity::Error;
   return driver::countAtLeast(s, sev) > 0 ? kExitFindings : kExitClean;
 }
 
 int runCheck(CheckArgs a) {
+  configure(a);
+  if (a.show_settings) {
+    std::cout << config::describe(*a.req.settings);
+    return kExitClean;
+  }
   bool dir = false;
   for (const auto& p : a.paths) dir = dir || std::filesystem::is_directory(p);
   if (dir) {
@@ -86,6 +122,7 @@ int runCheck(CheckArgs a) {
   if (a.req.python_files.empty() && a.req.cpp_files.empty())
     throw InputError("nothing to check: give a directory (layergate check .) or the files (--python FILE --cpp FILE)");
   report::Result r = driver::analyse(a.req);
+  baselines(a, {&r});
   if (a.format == "json") {
     std::cout << report::renderJson(r);
   } else if (a.format == "sarif") {
@@ -97,7 +134,7 @@ int runCheck(CheckArgs a) {
     std::cout << report::renderText(r, o);
   }
   std::cout.flush();
-  if (a.fail_on == "never") return kExitClean;
+  if (a.fail_on == "never" || !a.write_baseline.empty()) return kExitClean;
   auto sev = a.fail_on == "warning" ? model::Severity::Warning : model::Severity::Error;
   return report::countAtLeast(r, sev) > 0 ? kExitFindings : kExitClean;
 }
@@ -179,6 +216,20 @@ int main(int argc, char** argv) {
                   "Possible gaps (LG008: they hold only for some values of code the analysis did not interpret) are errors");
   check->add_flag("--no-matrix", ca.no_matrix, "Text output: leave out the configuration matrix");
   check->add_option("--color", ca.color, "Colour in text output")->check(CLI::IsMember({"auto", "always", "never"}))->capture_default_str();
+  std::vector<std::string> select, ignore;
+  check->add_option("--select", select, "Rules to run (codes or prefixes, comma-separated; replaces the configuration's)")
+      ->delimiter(',')->type_name("CODES");
+  check->add_option("--ignore", ignore, "Rules not to run (codes or prefixes, comma-separated; added to the configuration's)")
+      ->delimiter(',')->type_name("CODES");
+  std::string config_file;
+  check->add_option("--config", config_file, "Configuration file (default: .layergate.toml or pyproject.toml [tool.layergate], "
+                                             "nearest the scanned path)")->type_name("FILE");
+  check->add_flag("--isolated", ca.overrides.isolated, "Read no configuration file");
+  check->add_flag("--show-settings", ca.show_settings, "Print the settings in force and where each comes from, then exit");
+  check->add_option("--baseline", ca.baseline, "Report only findings not in this earlier report (layergate JSON or SARIF)")
+      ->type_name("FILE");
+  check->add_option("--write-baseline", ca.write_baseline, "Write the findings of this run to FILE, for --baseline")
+      ->type_name("FILE");
 
   auto* explain = app.add_subcommand("explain", "Print a rule's documentation");
   std::string rule_id;
@@ -233,7 +284,15 @@ int main(int argc, char** argv) {
 
   try {
     if (*check) {
-      ca.req.rules_dir = rules_dir;
+      auto given = [&](const char* flag) { return check->get_option(flag)->count() > 0; };
+      auto& ov = ca.overrides;
+      if (given("--select")) ov.select = select;
+      if (given("--ignore")) ov.ignore = ignore;
+      if (given("--config")) ov.config_file = config_file;
+      if (given("--fail-on")) ov.fail_on = ca.fail_on;
+      if (given("--max-world-size")) ov.max_world_size = ca.req.solve.max_world_size;
+      if (given("--strict")) ov.strict = true;
+      if (given("--rules")) ov.rules_dir = rules_dir;
       return runCheck(ca);
     }
     if (*st) {

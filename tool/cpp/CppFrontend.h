@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "model/Model.h"
+#include "model/Source.h"
 #include "target/Target.h"
 
 namespace layergate::cpp {
@@ -27,5 +28,9 @@ struct ParseOptions {
 model::Dispatch extractDispatch(const std::vector<std::string>& files,
                                 const target::CppDispatchSpec& spec,
                                 const ParseOptions& options = {});
+
+// Comments (clang's raw lexer) and function/class line spans of one file,
+// for suppressions and fingerprints; `name` is how the file is shown.
+model::SourceFacts sourceFacts(const std::string& text, const std::string& name);
 
 }  // namespace layergate::cpp

@@ -207,7 +207,7 @@ void walk(const std::string& root, const Options& o, const NameFilter& keep, Res
         type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISLNK(st.st_mode) ? DT_LNK : S_ISREG(st.st_mode) ? DT_REG : DT_UNKNOWN;
       }
       if (type == DT_DIR) {
-        if (isSkippedDirName(name)) continue;
+        if (isSkippedDirName(name) || (o.exclude && o.exclude(rel))) continue;
         if (d.depth + 1 > o.max_depth) {
           r.notes.push_back(rel + ": deeper than " + std::to_string(o.max_depth) + " levels, skipped");
           continue;
@@ -216,6 +216,7 @@ void walk(const std::string& root, const Options& o, const NameFilter& keep, Res
         continue;
       }
       if (type != DT_REG && type != DT_LNK) continue;  // sockets, fifos, devices
+      if (o.exclude && o.exclude(rel)) continue;
       // A symlink counts as a file only when it points at one; a symlinked
       // directory is never entered.
       if (++r.files_seen > o.max_files) {

@@ -20,6 +20,9 @@ namespace layergate::discover {
 struct Options {
   std::size_t max_files = 200000;  // files seen (skipped trees not counted)
   int max_depth = 256;
+  // The configuration's `exclude`: a root-relative file or directory the walk
+  // leaves out (an excluded directory is not entered; its files are not counted).
+  std::function<bool(const std::string& rel)> exclude;
 };
 
 // One analysis to run.

@@ -241,6 +241,13 @@ struct ByteRange {
   std::int64_t hi = -1;
 };
 
+// An inline `layergate: ignore[...]` comment that covers a finding: the
+// finding is kept (JSON and SARIF mark it) but no longer counts.
+struct Suppression {
+  std::string justification;  // text after the codes, "" when none
+  Location where;             // the comment
+};
+
 struct Finding {
   std::string rule;      // "LG001"
   Severity severity = Severity::Error;
@@ -249,6 +256,10 @@ struct Finding {
   std::optional<ByteRange> sizes;   // the gap's message sizes in its cell
   std::vector<Location> locations;  // first = primary (the Python gate line)
   std::vector<Hop> trace;
+  std::optional<Suppression> suppressed;
+  // Stable under unrelated edits (see report/Baseline.h): rule, file, the
+  // primary line's text, the cell and the enclosing function, never the line number.
+  std::string fingerprint;
 };
 
 }  // namespace layergate::model

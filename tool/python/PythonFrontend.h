@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "model/Model.h"
+#include "model/Source.h"
 #include "target/Target.h"
 
 namespace layergate::python {
@@ -38,6 +39,9 @@ struct Outline {
   int module_functions = 0;
 };
 Outline outline(const std::string& text);
+
+// Comments and def/class line spans, for suppressions and fingerprints.
+model::SourceFacts sourceFacts(const std::string& text);
 
 model::Gate extractGate(const std::vector<SourceFile>& files, const target::PythonGateSpec& spec,
                         const Limits& limits = {});

@@ -47,6 +47,11 @@ std::string renderJson(const Result& r) {
                {"config", cfg}, {"locations", locs}};
     if (f.sizes)
       jf["sizes"] = {{"min_nbytes", f.sizes->lo}, {"max_nbytes", f.sizes->hi < 0 ? json(nullptr) : json(f.sizes->hi)}};
+    jf["fingerprint"] = f.fingerprint;
+    if (f.suppressed) {
+      jf["suppressed"] = {{"kind", "inSource"}, {"file", f.suppressed->where.file}, {"line", f.suppressed->where.line}};
+      if (!f.suppressed->justification.empty()) jf["suppressed"]["justification"] = f.suppressed->justification;
+    }
     if (!f.trace.empty()) {
       json t = json::array();
       for (const auto& h : f.trace) t.push_back({{"hop", h.hop}, {"file", h.where.file}, {"line", h.where.line}});
@@ -95,7 +100,9 @@ std::string renderJson(const Result& r) {
               {"opaque", opaques},
               {"notes", notes},
               {"summary", {{"errors", countAtLeast(r, model::Severity::Error)},
-                           {"warnings", countAtLeast(r, model::Severity::Warning) - countAtLeast(r, model::Severity::Error)}}}};
+                           {"warnings", countAtLeast(r, model::Severity::Warning) - countAtLeast(r, model::Severity::Error)},
+                           {"suppressed", countSuppressed(r)},
+                           {"baselined", r.baselined}}}};
   return out.dump(2) + "\n";
 }
 

@@ -23,6 +23,7 @@ struct Result {
   std::vector<model::Finding> findings;
   std::vector<solve::CellVerdict> matrix;
   std::vector<model::Hop> trace;  // the NVLink flag from the Python probe to the C++ branch
+  int baselined = 0;              // findings left out because the --baseline holds them
 };
 
 struct TextOptions {
@@ -36,8 +37,12 @@ std::string renderJson(const Result& r);
 // SARIF 2.1.0 (GitHub code scanning).
 std::string renderSarif(const Result& r);
 
-// Count of findings at or above a severity (for exit statuses).
+// Count of unsuppressed findings at or above a severity (for exit statuses).
 int countAtLeast(const Result& r, model::Severity s);
+// Findings an inline `layergate: ignore[...]` covers.
+int countSuppressed(const Result& r);
+// " (2 suppressed, 1 baselined)" for the summary line, "" when both are 0.
+std::string suppressedText(int suppressed, int baselined);
 
 }  // namespace layergate::report
 

@@ -1,7 +1,8 @@
 // SARIF 2.1.0 for GitHub code scanning: the driver lists every rule; each
 // result's first location is the Python gate line, related locations are the
 // dispatch and the trace hops; partialFingerprints stay the same when lines
-// move, so code scanning keeps one alert per (rule, cell, files).
+// move, so code scanning keeps one alert per (rule, cell, files); a finding
+// an inline comment suppresses carries suppressions: [{kind: inSource}].
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
@@ -110,7 +111,14 @@ std::string renderSarif(const Result& r) {
                       (f.config.full_nvlink.value_or(false) ? "nvlink" : "pcie");
     for (const auto& p : r.python_files) key += "|" + p;
     for (const auto& p : r.cpp_files) key += "|" + p;
-    res["partialFingerprints"] = {{"layergateFinding/v1", fingerprint(key)}};
+    // v1 (rule, cell, files) keeps existing code-scanning alerts; v2 is the
+    // baseline fingerprint (report/Baseline.h).
+    res["partialFingerprints"] = {{"layergateFinding/v1", fingerprint(key)}, {"layergateFinding/v2", f.fingerprint}};
+    if (f.suppressed) {
+      json sup = {{"kind", "inSource"}};
+      if (!f.suppressed->justification.empty()) sup["justification"] = f.suppressed->justification;
+      res["suppressions"] = json::array({sup});
+    }
     json props = {{"world_size", f.config.world_size ? json(*f.config.world_size) : json(nullptr)},
                   {"full_nvlink", f.config.full_nvlink ? json(*f.config.full_nvlink) : json(nullptr)},
                   {"nbytes", f.config.nbytes ? json(*f.config.nbytes) : json(nullptr)}};

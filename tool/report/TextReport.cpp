@@ -66,8 +66,20 @@ std::string dispatchCell(const solve::CellVerdict& v) {
 
 int countAtLeast(const Result& r, model::Severity s) {
   return static_cast<int>(std::count_if(r.findings.begin(), r.findings.end(), [&](const model::Finding& f) {
-    return static_cast<int>(f.severity) <= static_cast<int>(s);
+    return !f.suppressed && static_cast<int>(f.severity) <= static_cast<int>(s);
   }));
+}
+
+int countSuppressed(const Result& r) {
+  return static_cast<int>(
+      std::count_if(r.findings.begin(), r.findings.end(), [](const model::Finding& f) { return f.suppressed.has_value(); }));
+}
+
+std::string suppressedText(int suppressed, int baselined) {
+  std::string s;
+  if (suppressed) s += fmt::format("{} suppressed", suppressed);
+  if (baselined) s += fmt::format("{}{} baselined", s.empty() ? "" : ", ", baselined);
+  return s.empty() ? s : " (" + s + ")";
 }
 
 std::string renderText(const Result& r, const TextOptions& o) {
@@ -76,6 +88,7 @@ std::string renderText(const Result& r, const TextOptions& o) {
     return o.color ? fmt::format("\033[{}m{}\033[0m", code, s) : s;
   };
   for (const auto& f : r.findings) {
+    if (f.suppressed) continue;  // counted in the summary; JSON and SARIF list them
     const char* sev = model::severityName(f.severity);
     std::string where = f.locations.empty() ? (r.python_files.empty() ? std::string("layergate") : r.python_files[0])
                                             : loc(f.locations[0]);
@@ -113,7 +126,7 @@ std::string renderText(const Result& r, const TextOptions& o) {
       const auto& v = r.matrix[i];
       std::string mark;
       for (const auto& f : r.findings)
-        if (f.config.world_size == v.cell.world_size && f.config.full_nvlink == v.cell.full_nvlink)
+        if (!f.suppressed && f.config.world_size == v.cell.world_size && f.config.full_nvlink == v.cell.full_nvlink)
           mark += (mark.empty() ? "  <- " : ", ") + f.rule;
       out += fmt::format("  {:<5} {:<6} {:<{}}  {}{}\n", v.cell.world_size, v.cell.full_nvlink ? "yes" : "no",
                          gates[i], w, dispatchCell(v), paint("1;31", mark));
@@ -134,7 +147,8 @@ std::string renderText(const Result& r, const TextOptions& o) {
   }
   int errors = countAtLeast(r, model::Severity::Error);
   int warnings = countAtLeast(r, model::Severity::Warning) - errors;
-  out += fmt::format("\n{} error{}, {} warning{}\n", errors, errors == 1 ? "" : "s", warnings, warnings == 1 ? "" : "s");
+  out += fmt::format("\n{} error{}, {} warning{}{}\n", errors, errors == 1 ? "" : "s", warnings, warnings == 1 ? "" : "s",
+                     suppressedText(countSuppressed(r), r.baselined));
   return out;
 }
 

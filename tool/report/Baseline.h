@@ -1,0 +1,36 @@
+// Fingerprints and baselines. A fingerprint is a hash of the rule, the
+// primary file (as the report shows it), the primary line's text (comments
+// dropped, whitespace collapsed), the configuration cell (world size, NVLink)
+// and the enclosing function's name — never the line number, so it survives
+// unrelated edits that move the finding, and changes when the finding's line
+// or cell does. Equal keys get "-2", "-3", ... in report order.
+//
+// A baseline is an earlier report (layergate JSON, from --format json or
+// --write-baseline, or SARIF): a run given it reports only the findings whose
+// fingerprint it does not hold, each entry matching at most one finding.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "model/Model.h"
+#include "model/Source.h"
+#include "report/Report.h"
+
+namespace layergate::report {
+
+// Fills Finding::fingerprint; `files` holds (at least) the primary files.
+void assignFingerprints(std::vector<model::Finding>& findings, const std::map<std::string, model::SourceText>& files);
+
+// fingerprint -> how many findings of the baseline have it.
+using Baseline = std::map<std::string, int>;
+// InputError (one line) when the file is missing or not such a report.
+Baseline readBaseline(const std::string& path);
+// Drops the unsuppressed findings the baseline holds; returns how many.
+int applyBaseline(Result& r, Baseline& b);
+// The unsuppressed findings of every result, as a layergate JSON report
+// holding only findings (rule, severity, message, file, line, fingerprint).
+void writeBaseline(const std::string& path, const std::vector<const Result*>& results);
+
+}  // namespace layergate::report
