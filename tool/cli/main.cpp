@@ -21,6 +21,7 @@
 #include "model/Errors.h"
 #include "report/Report.h"
 #include "selftest/FromAnalysis.h"
+#include "target/Paths.h"
 
 namespace {
 
@@ -135,7 +136,10 @@ int main(int argc, char** argv) {
                "C++/CUDA dispatch that picks its kernel — and reports every configuration the\n"
                "gate admits but no kernel serves (first target: the custom all-reduce of SGLang and vLLM).",
                "layergate"};
-  app.set_version_flag("--version", std::string("layergate ") + LAYERGATE_VERSION);
+  // Like clang's InstalledDir line: where this binary takes its data from.
+  app.set_version_flag("--version", [] {
+    return fmt::format("layergate {}\nrules: {}\nstubs: {}", LAYERGATE_VERSION, paths::rulesDir(), paths::stubDir());
+  });
   app.require_subcommand(1);
   app.footer("Exit status: 0 clean, 1 findings (see --fail-on), 2 bad usage or input, 3 internal error;\n"
              "selftest: 4 when there is no CUDA GPU (see 'layergate selftest --help').\n"
