@@ -11,8 +11,11 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 
 #include "checks/Check.h"
@@ -39,38 +42,71 @@ struct CheckArgs {
   std::string format = "text";
   std::string fail_on = "error";
   std::string color = "auto";
+  std::string output;  // --output FILE; empty: stdout
   bool no_matrix = false;
 };
 
+// The report's destination: stdout, or --output FILE, opened before the
+// analysis runs so that an unwritable path is exit 2 at once.
+class ReportOut {
+ public:
+  explicit ReportOut(const std::string& path) : path_(path) {
+    if (path_.empty()) return;
+    file_.open(path_, std::ios::binary | std::ios::trunc);
+    if (!file_) throw InputError(path_ + ": cannot write the report: " + std::strerror(errno));
+  }
+  std::ostream& stream() { return path_.empty() ? std::cout : file_; }
+  void finish() {
+    stream().flush();
+    if (!path_.empty()) file_.close();
+    if (!path_.empty() && !file_) throw InputError(path_ + ": cannot write the report: " + std::strerror(errno));
+  }
+
+ private:
+  std::string path_;
+  std::ofstream file_;
+};
+
+// Links in an HTML page are relative to the page's folder; the results'
+// paths are relative to `base` (the scanned root, or the working directory).
+report::HtmlOptions htmlOptions(const CheckArgs& a, const std::string& base, const std::string& what) {
+  namespace fs = std::filesystem;
+  fs::path page = a.output.empty() ? fs::current_path() : fs::absolute(a.output).parent_path();
+  return {"layergate report: " + what, fs::absolute(base).lexically_normal().string(), page.lexically_normal().string()};
+}
+
 // A directory: discover the gates under it (paths in the output relative to
 // it). Files: classified by extension, added to --python/--cpp.
-int runScan(const CheckArgs& a) {
+int runScan(const CheckArgs& a, ReportOut& out) {
   driver::ScanRequest sr{a.paths[0], a.req, {}};
   sr.discover.max_files = a.max_files;
   driver::ScanResult s = driver::scan(sr);
   if (a.format == "json") {
-    std::cout << driver::renderScanJson(s);
+    out.stream() << driver::renderScanJson(s);
   } else if (a.format == "sarif") {
-    std::cout << driver::renderScanSarif(s);
+    out.stream() << driver::renderScanSarif(s);
+  } else if (a.format == "html") {
+    out.stream() << driver::renderScanHtml(s, htmlOptions(a, a.paths[0], a.paths[0]));
   } else {
     report::TextOptions o;
     o.color = a.color == "always" || (a.color == "auto" && isatty(STDOUT_FILENO));
     o.matrix = !a.no_matrix;
-    std::cout << driver::renderScanText(s, o);
+    out.stream() << driver::renderScanText(s, o);
   }
-  std::cout.flush();
+  out.finish();
   if (a.fail_on == "never") return kExitClean;
   auto sev = a.fail_on == "warning" ? model::Severity::Warning : model::Severity::Error;
   return driver::countAtLeast(s, sev) > 0 ? kExitFindings : kExitClean;
 }
 
 int runCheck(CheckArgs a) {
+  ReportOut out(a.output);
   bool dir = false;
   for (const auto& p : a.paths) dir = dir || std::filesystem::is_directory(p);
   if (dir) {
     if (a.paths.size() > 1 || !a.req.python_files.empty() || !a.req.cpp_files.empty())
       throw InputError("give one directory, or files (positionally or with --python/--cpp), not both");
-    return runScan(a);
+    return runScan(a, out);
   }
   for (const auto& p : a.paths) {
     auto ext = std::filesystem::path(p).extension().string();
@@ -88,16 +124,18 @@ int runCheck(CheckArgs a) {
     throw InputError("nothing to check: give a directory (layergate check .) or the files (--python FILE --cpp FILE)");
   report::Result r = driver::analyse(a.req);
   if (a.format == "json") {
-    std::cout << report::renderJson(r);
+    out.stream() << report::renderJson(r);
   } else if (a.format == "sarif") {
-    std::cout << report::renderSarif(r);
+    out.stream() << report::renderSarif(r);
+  } else if (a.format == "html") {
+    out.stream() << report::renderHtml({{"", &r}}, {}, htmlOptions(a, ".", r.target));
   } else {
     report::TextOptions o;
     o.color = a.color == "always" || (a.color == "auto" && isatty(STDOUT_FILENO));
     o.matrix = !a.no_matrix;
-    std::cout << report::renderText(r, o);
+    out.stream() << report::renderText(r, o);
   }
-  std::cout.flush();
+  out.finish();
   if (a.fail_on == "never") return kExitClean;
   auto sev = a.fail_on == "warning" ? model::Severity::Warning : model::Severity::Error;
   return report::countAtLeast(r, sev) > 0 ? kExitFindings : kExitClean;
@@ -157,7 +195,10 @@ int main(int argc, char** argv) {
   check->add_option("--cpp,-c", ca.req.cpp_files, "C++/CUDA dispatch header or source (custom_all_reduce.cuh); repeatable")
       ->type_name("FILE")
       ->allow_extra_args(false);
-  check->add_option("--format,-f", ca.format, "Output format")->check(CLI::IsMember({"text", "json", "sarif"}))->capture_default_str();
+  check->add_option("--format,-f", ca.format, "Output format (html: one self-contained page)")
+      ->check(CLI::IsMember({"text", "json", "sarif", "html"}))
+      ->capture_default_str();
+  check->add_option("--output,-o", ca.output, "Write the report to FILE instead of stdout")->type_name("FILE");
   check->add_option("--fail-on", ca.fail_on, "Lowest severity that makes the exit status 1")
       ->check(CLI::IsMember({"error", "warning", "never"}))
       ->capture_default_str();
