@@ -11,15 +11,13 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 
 #include "checks/Check.h"
 #include "cli/Analysis.h"
+#include "cli/Output.h"
 #include "cli/Scan.h"
 #include "model/Errors.h"
 #include "report/Report.h"
@@ -46,38 +44,9 @@ struct CheckArgs {
   bool no_matrix = false;
 };
 
-// The report's destination: stdout, or --output FILE, opened before the
-// analysis runs so that an unwritable path is exit 2 at once.
-class ReportOut {
- public:
-  explicit ReportOut(const std::string& path) : path_(path) {
-    if (path_.empty()) return;
-    file_.open(path_, std::ios::binary | std::ios::trunc);
-    if (!file_) throw InputError(path_ + ": cannot write the report: " + std::strerror(errno));
-  }
-  std::ostream& stream() { return path_.empty() ? std::cout : file_; }
-  void finish() {
-    stream().flush();
-    if (!path_.empty()) file_.close();
-    if (!path_.empty() && !file_) throw InputError(path_ + ": cannot write the report: " + std::strerror(errno));
-  }
-
- private:
-  std::string path_;
-  std::ofstream file_;
-};
-
-// Links in an HTML page are relative to the page's folder; the results'
-// paths are relative to `base` (the scanned root, or the working directory).
-report::HtmlOptions htmlOptions(const CheckArgs& a, const std::string& base, const std::string& what) {
-  namespace fs = std::filesystem;
-  fs::path page = a.output.empty() ? fs::current_path() : fs::absolute(a.output).parent_path();
-  return {"layergate report: " + what, fs::absolute(base).lexically_normal().string(), page.lexically_normal().string()};
-}
-
 // A directory: discover the gates under it (paths in the output relative to
 // it). Files: classified by extension, added to --python/--cpp.
-int runScan(const CheckArgs& a, ReportOut& out) {
+int runScan(const CheckArgs& a, driver::ReportOut& out) {
   driver::ScanRequest sr{a.paths[0], a.req, {}};
   sr.discover.max_files = a.max_files;
   driver::ScanResult s = driver::scan(sr);
@@ -86,7 +55,7 @@ int runScan(const CheckArgs& a, ReportOut& out) {
   } else if (a.format == "sarif") {
     out.stream() << driver::renderScanSarif(s);
   } else if (a.format == "html") {
-    out.stream() << driver::renderScanHtml(s, htmlOptions(a, a.paths[0], a.paths[0]));
+    out.stream() << driver::renderScanHtml(s, driver::htmlOptions(a.output, a.paths[0], a.paths[0]));
   } else {
     report::TextOptions o;
     o.color = a.color == "always" || (a.color == "auto" && isatty(STDOUT_FILENO));
@@ -100,7 +69,7 @@ int runScan(const CheckArgs& a, ReportOut& out) {
 }
 
 int runCheck(CheckArgs a) {
-  ReportOut out(a.output);
+  driver::ReportOut out(a.output);
   bool dir = false;
   for (const auto& p : a.paths) dir = dir || std::filesystem::is_directory(p);
   if (dir) {
@@ -128,7 +97,7 @@ int runCheck(CheckArgs a) {
   } else if (a.format == "sarif") {
     out.stream() << report::renderSarif(r);
   } else if (a.format == "html") {
-    out.stream() << report::renderHtml({{"", &r}}, {}, htmlOptions(a, ".", r.target));
+    out.stream() << report::renderHtml({{"", &r}}, {}, driver::htmlOptions(a.output, ".", r.target));
   } else {
     report::TextOptions o;
     o.color = a.color == "always" || (a.color == "auto" && isatty(STDOUT_FILENO));

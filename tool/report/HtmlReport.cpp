@@ -112,11 +112,12 @@ article.finding.sev-warning{border-left-color:#bf8700}article.finding.sev-note{b
 .finding .sev-error{color:#d1242f}.finding .sev-warning{color:#9a6700}.finding ul{margin:4px 0;padding-left:18px}
 .role{display:inline-block;min-width:64px;color:#57606a;font-size:12px}.cex{background:#f6f8fa;border-radius:4px;padding:3px 8px;margin-top:4px}
 ol.trace{list-style:none;display:flex;flex-wrap:wrap;align-items:stretch;padding:0;margin:8px 0}
-ol.trace li.hop{border:2px solid #8c959f;border-radius:8px;padding:6px 10px;background:#fff;min-width:120px;max-width:260px}
+ol.trace li.hop{border:2px solid #8c959f;border-radius:8px;padding:5px 8px;background:#fff;min-width:96px;max-width:240px}
+ol.trace li.hop .loc{font-size:11.5px}
 ol.trace li.hop.py{border-color:#3572a5;background:#eef4fb}ol.trace li.hop.cpp{border-color:#6f42c1;background:#f5f0fd}
 ol.trace li.hop .step{font-size:11px;color:#57606a;text-transform:uppercase;letter-spacing:.04em}
 ol.trace li.hop .name{font-weight:600;display:block}
-ol.trace li.arrow{align-self:center;font-size:22px;color:#57606a;padding:0 6px}
+ol.trace li.arrow{align-self:center;font-size:22px;color:#57606a;padding:0 4px}
 ol.trace li.arrow.cross{color:#d1242f;font-weight:700}
 ul.notes{font-size:12.5px;color:#3d444d}
 )";
