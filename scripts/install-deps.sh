@@ -2,11 +2,15 @@
 # Installs everything layergate needs to build and test on Debian 12, from
 # Debian's packages and the npm registry (the tree-sitter-python grammar, pinned
 # by third_party/tree-sitter-python/package-lock.json). Idempotent.
+# --build-only (or LAYERGATE_BUILD_ONLY=1): leave out what only the tests use,
+# headless Chromium (renders the HTML report in tests/html_report.sh; about
+# 350 MB, 50 s to install here).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 pkgs=(cmake ninja-build g++ clang-19 libclang-19-dev libclang-cpp19-dev llvm-19-dev libclang-rt-19-dev
       libtree-sitter-dev libtomlplusplus-dev nlohmann-json3-dev libz3-dev libgtest-dev libcli11-dev libfmt-dev
-      python3-jsonschema)
+      python3-jsonschema dpkg-dev)
+[ "${1:-}" = --build-only ] || [ -n "${LAYERGATE_BUILD_ONLY:-}" ] || pkgs+=(chromium)
 command -v npm >/dev/null 2>&1 || pkgs+=(nodejs npm)
 missing=()
 for p in "${pkgs[@]}"; do

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # The CI recipes in examples/ run as written: extracts the `layergate ...`
-# command of the GitHub Actions workflow and the pre-commit hook's entry, and
+# command of each GitHub Actions workflow (built from source, and installed
+# from the .deb) and the pre-commit hook's entry, and
 # runs them (with the layergate under test first on PATH) in fixture trees laid
 # out like an SGLang fork with the seed bug (expects exit 1, SARIF with the
 # three LG001 results) and like upstream vLLM (expects exit 0).
 set -euo pipefail
 lg=$1 root=$2
 workflow=$root/examples/github-actions/layergate.yml
+deb_workflow=$root/examples/github-actions/layergate-deb.yml
 hooks=$root/examples/pre-commit-hooks.yaml
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -20,17 +22,29 @@ mapfile -t wf_cmds < <(sed -nE 's/^[[:space:]]*(-[[:space:]]*)?(run:[[:space:]]*
 [ "${#wf_cmds[@]}" = 1 ] || fail "expected one layergate command in $workflow, found ${#wf_cmds[@]}"
 grep -q 'uses: github/codeql-action/upload-sarif@' "$workflow" || fail "$workflow does not upload the SARIF"
 grep -q 'scripts/install-deps.sh' "$workflow" || fail "$workflow does not install the dependencies"
+# The package variant: builds the .deb once, installs it with apt in the lint job.
+mapfile -t deb_cmds < <(sed -nE 's/^[[:space:]]*(-[[:space:]]*)?(run:[[:space:]]*)?(layergate[[:space:]].*)$/\3/p' "$deb_workflow")
+[ "${#deb_cmds[@]}" = 1 ] || fail "expected one layergate command in $deb_workflow, found ${#deb_cmds[@]}"
+grep -q 'cpack -G DEB' "$deb_workflow" || fail "$deb_workflow does not build the .deb"
+grep -qE 'apt-get install .*\./[^ ]*layergate_\*\.deb' "$deb_workflow" || fail "$deb_workflow does not apt-install the .deb"
+grep -q 'uses: github/codeql-action/upload-sarif@' "$deb_workflow" || fail "$deb_workflow does not upload the SARIF"
 entry=$(sed -nE 's/^[[:space:]]*entry:[[:space:]]*(.*)$/\1/p' "$hooks")
 files_re=$(sed -nE 's/^[[:space:]]*files:[[:space:]]*(.*)$/\1/p' "$hooks")
 pass_filenames=$(sed -nE 's/^[[:space:]]*pass_filenames:[[:space:]]*(.*)$/\1/p' "$hooks")
 [[ "$entry" == layergate\ check* ]] || fail "hook entry is '$entry', expected 'layergate check ...'"
 [ -n "$files_re" ] || fail "hook has no files pattern"
 if python3 -c 'import yaml' 2>/dev/null; then
-  python3 - "$workflow" "$hooks" <<'PY' || fail "the recipes are not the YAML they should be"
+  python3 - "$workflow" "$hooks" "$deb_workflow" <<'PY' || fail "the recipes are not the YAML they should be"
 import sys, yaml
 wf = yaml.safe_load(open(sys.argv[1]))
 steps = wf["jobs"]["layergate"]["steps"]
 assert any("upload-sarif" in s.get("uses", "") for s in steps), steps
+deb = yaml.safe_load(open(sys.argv[3]))
+assert deb["jobs"]["layergate"]["needs"] == "package", deb["jobs"]["layergate"]
+up = [s for s in deb["jobs"]["package"]["steps"] if "upload-artifact" in s.get("uses", "")]
+down = [s for s in deb["jobs"]["layergate"]["steps"] if "download-artifact" in s.get("uses", "")]
+assert up and down and up[0]["with"]["name"] == down[0]["with"]["name"], (up, down)
+assert any("upload-sarif" in s.get("uses", "") for s in deb["jobs"]["layergate"]["steps"])
 hooks = yaml.safe_load(open(sys.argv[2]))
 assert isinstance(hooks, list) and hooks[0]["id"] == "layergate", hooks
 for k in ("name", "entry", "language"):
@@ -100,8 +114,15 @@ run "$vl" 0 "${wf_cmds[0]}"
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert not [r for r in d["runs"][0]["results"] if r["level"]=="error"], d["runs"][0]["results"]' "$vl/layergate.sarif" ||
   fail "workflow: upstream vLLM should give no error results"
 
+# The package workflow's command: the same verdicts.
+if [ "${deb_cmds[0]}" != "${wf_cmds[0]}" ]; then
+  run "$sg" 1 "${deb_cmds[0]}"
+  grep -q '"ruleId": "LG001"' "$sg/layergate.sarif" || fail "package workflow: no LG001 in the SARIF"
+  run "$vl" 0 "${deb_cmds[0]}"
+fi
+
 # pre-commit: the same verdicts, as clang-style text.
 run "$sg" 1 "$(hook_cmd "$sg")"
 grep -q 'custom_all_reduce.py:[0-9]*:[0-9]*: error: .*\[LG001\]' "$tmp/out" || fail "hook: no LG001 diagnostic"
 run "$vl" 0 "$(hook_cmd "$vl")"
-echo "ci_recipes: ok (workflow: '${wf_cmds[0]}'; hook: '$entry')"
+echo "ci_recipes: ok (workflows: '${wf_cmds[0]}', package: '${deb_cmds[0]}'; hook: '$entry')"

@@ -161,6 +161,13 @@ std::string renderScanJson(const ScanResult& s) {
   return out.dump(2) + "\n";
 }
 
+std::string renderScanHtml(const ScanResult& s, const report::HtmlOptions& o) {
+  std::vector<report::HtmlSection> sections;
+  for (size_t i = 0; i < s.results.size(); ++i)
+    sections.push_back({fmt::format("{} (target {})", filesText(s.units[i]), s.units[i].target), &s.results[i]});
+  return report::renderHtml(sections, s.notes, o);
+}
+
 std::string renderScanSarif(const ScanResult& s) {
   json out = json::parse(report::renderSarif(s.results.at(0)));
   json& results = out["runs"][0]["results"];

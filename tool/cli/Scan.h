@@ -33,6 +33,8 @@ std::string renderScanText(const ScanResult& s, const report::TextOptions& o);
 std::string renderScanJson(const ScanResult& s);
 // One run holding every unit's results (code scanning wants one run per tool).
 std::string renderScanSarif(const ScanResult& s);
+// One page, a section per unit (o.file_base: the scanned root).
+std::string renderScanHtml(const ScanResult& s, const report::HtmlOptions& o);
 int countAtLeast(const ScanResult& s, model::Severity severity);
 
 }  // namespace layergate::driver

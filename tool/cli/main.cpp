@@ -17,12 +17,14 @@
 
 #include "checks/Check.h"
 #include "cli/Analysis.h"
+#include "cli/Output.h"
 #include "cli/Scan.h"
 #include "config/Config.h"
 #include "model/Errors.h"
 #include "report/Baseline.h"
 #include "report/Report.h"
 #include "selftest/FromAnalysis.h"
+#include "target/Paths.h"
 
 namespace {
 
@@ -40,6 +42,7 @@ struct CheckArgs {
   std::string format = "text";
   std::string fail_on = "error";
   std::string color = "auto";
+  std::string output;  // --output FILE; empty: stdout
   bool no_matrix = false;
   config::Overrides overrides;  // flags given on the command line
   bool show_settings = false;
@@ -71,7 +74,7 @@ void configure(CheckArgs& a) {
 
 // A directory: discover the gates under it (paths in the output relative to
 // it). Files: classified by extension, added to --python/--cpp.
-int runScan(const CheckArgs& a) {
+int runScan(const CheckArgs& a, driver::ReportOut& out) {
   driver::ScanRequest sr{a.paths[0], a.req, {}};
   sr.discover.max_files = a.max_files;
   driver::ScanResult s = driver::scan(sr);
@@ -79,16 +82,18 @@ int runScan(const CheckArgs& a) {
   for (auto& r : s.results) all.push_back(&r);
   baselines(a, all);
   if (a.format == "json") {
-    std::cout << driver::renderScanJson(s);
+    out.stream() << driver::renderScanJson(s);
   } else if (a.format == "sarif") {
-    std::cout << driver::renderScanSarif(s);
+    out.stream() << driver::renderScanSarif(s);
+  } else if (a.format == "html") {
+    out.stream() << driver::renderScanHtml(s, driver::htmlOptions(a.output, a.paths[0], a.paths[0]));
   } else {
     report::TextOptions o;
     o.color = a.color == "always" || (a.color == "auto" && isatty(STDOUT_FILENO));
     o.matrix = !a.no_matrix;
-    std::cout << driver::renderScanText(s, o);
+    out.stream() << driver::renderScanText(s, o);
   }
-  std::cout.flush();
+  out.finish();
   if (a.fail_on == "never" || !a.write_baseline.empty()) return kExitClean;
   auto sev = a.fail_on == "warning" ? model::Severity::Warning : model::Severity::Error;
   return driver::countAtLeast(s, sev) > 0 ? kExitFindings : kExitClean;
@@ -100,12 +105,13 @@ int runCheck(CheckArgs a) {
     std::cout << config::describe(*a.req.settings);
     return kExitClean;
   }
+  driver::ReportOut out(a.output);
   bool dir = false;
   for (const auto& p : a.paths) dir = dir || std::filesystem::is_directory(p);
   if (dir) {
     if (a.paths.size() > 1 || !a.req.python_files.empty() || !a.req.cpp_files.empty())
       throw InputError("give one directory, or files (positionally or with --python/--cpp), not both");
-    return runScan(a);
+    return runScan(a, out);
   }
   for (const auto& p : a.paths) {
     auto ext = std::filesystem::path(p).extension().string();
@@ -124,16 +130,18 @@ int runCheck(CheckArgs a) {
   report::Result r = driver::analyse(a.req);
   baselines(a, {&r});
   if (a.format == "json") {
-    std::cout << report::renderJson(r);
+    out.stream() << report::renderJson(r);
   } else if (a.format == "sarif") {
-    std::cout << report::renderSarif(r);
+    out.stream() << report::renderSarif(r);
+  } else if (a.format == "html") {
+    out.stream() << report::renderHtml({{"", &r}}, {}, driver::htmlOptions(a.output, ".", r.target));
   } else {
     report::TextOptions o;
     o.color = a.color == "always" || (a.color == "auto" && isatty(STDOUT_FILENO));
     o.matrix = !a.no_matrix;
-    std::cout << report::renderText(r, o);
+    out.stream() << report::renderText(r, o);
   }
-  std::cout.flush();
+  out.finish();
   if (a.fail_on == "never" || !a.write_baseline.empty()) return kExitClean;
   auto sev = a.fail_on == "warning" ? model::Severity::Warning : model::Severity::Error;
   return report::countAtLeast(r, sev) > 0 ? kExitFindings : kExitClean;
@@ -172,7 +180,10 @@ int main(int argc, char** argv) {
                "C++/CUDA dispatch that picks its kernel — and reports every configuration the\n"
                "gate admits but no kernel serves (first target: the custom all-reduce of SGLang and vLLM).",
                "layergate"};
-  app.set_version_flag("--version", std::string("layergate ") + LAYERGATE_VERSION);
+  // Like clang's InstalledDir line: where this binary takes its data from.
+  app.set_version_flag("--version", [] {
+    return fmt::format("layergate {}\nrules: {}\nstubs: {}", LAYERGATE_VERSION, paths::rulesDir(), paths::stubDir());
+  });
   app.require_subcommand(1);
   app.footer("Exit status: 0 clean, 1 findings (see --fail-on), 2 bad usage or input, 3 internal error;\n"
              "selftest: 4 when there is no CUDA GPU (see 'layergate selftest --help').\n"
@@ -190,7 +201,10 @@ int main(int argc, char** argv) {
   check->add_option("--cpp,-c", ca.req.cpp_files, "C++/CUDA dispatch header or source (custom_all_reduce.cuh); repeatable")
       ->type_name("FILE")
       ->allow_extra_args(false);
-  check->add_option("--format,-f", ca.format, "Output format")->check(CLI::IsMember({"text", "json", "sarif"}))->capture_default_str();
+  check->add_option("--format,-f", ca.format, "Output format (html: one self-contained page)")
+      ->check(CLI::IsMember({"text", "json", "sarif", "html"}))
+      ->capture_default_str();
+  check->add_option("--output,-o", ca.output, "Write the report to FILE instead of stdout")->type_name("FILE");
   check->add_option("--fail-on", ca.fail_on, "Lowest severity that makes the exit status 1")
       ->check(CLI::IsMember({"error", "warning", "never"}))
       ->capture_default_str();

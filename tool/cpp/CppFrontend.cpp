@@ -45,10 +45,8 @@
 #include "llvm/Support/VirtualFileSystem.h"
 #include "llvm/Support/thread.h"
 #include "model/Errors.h"
+#include "target/Paths.h"
 
-#ifndef LAYERGATE_STUB_DIR
-#define LAYERGATE_STUB_DIR "tool/cpp/stubs"
-#endif
 #ifndef LAYERGATE_CLANG_RESOURCE_DIR
 #define LAYERGATE_CLANG_RESOURCE_DIR "/usr/lib/llvm-19/lib/clang/19"
 #endif
@@ -1191,7 +1189,7 @@ FileParse parseOne(const std::string& path, const std::vector<std::string>& inpu
   job.missing_ops = llvm::makeIntrusiveRefCnt<DeclareMissingOps>();
   job.spec = &spec;
   job.options = &options;
-  job.stub_dir = LAYERGATE_STUB_DIR;
+  job.stub_dir = paths::stubDir();
   job.memfs = llvm::makeIntrusiveRefCnt<llvm::vfs::InMemoryFileSystem>();
   job.memfs->addFile(std::string(kMissingDir) + "/.layergate", 0, llvm::MemoryBuffer::getMemBuffer(""));
   auto overlay = llvm::makeIntrusiveRefCnt<llvm::vfs::OverlayFileSystem>(llvm::vfs::getRealFileSystem());
@@ -1294,7 +1292,7 @@ model::Dispatch extractImpl(const std::vector<std::string>& files, const target:
     v.push_back(std::move(n));
   };
   for (const auto& [rank, f] : ranked) {
-    std::string pch = preludePch(options, LAYERGATE_STUB_DIR);
+    std::string pch = preludePch(options, paths::stubDir());
     FileParse p = parseOne(f, files, spec, options, pch, !found);
     if (!pch.empty() && p.fatal) {  // perhaps a stale PCH (headers upgraded): parse without it
       llvm::StringRef msg(p.first_fatal);

@@ -1,5 +1,5 @@
 // Reports: what an analysis found, rendered for people (clang-style text and
-// the configuration matrix) and for scripts (JSON).
+// the configuration matrix; an HTML page) and for scripts (JSON, SARIF).
 //
 // Takes: a Result (filled by the driver). Returns: text. Knows nothing about
 // how the result was computed.
@@ -36,6 +36,25 @@ std::string renderText(const Result& r, const TextOptions& o = {});
 std::string renderJson(const Result& r);
 // SARIF 2.1.0 (GitHub code scanning).
 std::string renderSarif(const Result& r);
+
+// One self-contained HTML page (HtmlReport.cpp): per analysis the matrix as a
+// coloured grid, the findings and the flag trace; file:line links relative
+// to the page. file_base: the directory the Results' relative paths are
+// relative to (the scanned root, or the working directory); page_dir: where
+// the page will be (links are made relative to it); both absolute.
+struct HtmlOptions {
+  std::string title;
+  std::string file_base;
+  std::string page_dir;
+};
+struct HtmlSection {
+  std::string heading;  // "custom_all_reduce.py + custom_all_reduce.cuh (target ...)"
+  const Result* result = nullptr;
+};
+std::string renderHtml(const std::vector<HtmlSection>& sections, const std::vector<std::string>& notes, const HtmlOptions& o);
+
+// "world_size=4 full_nvlink=false nbytes=16 NAME=1" (text and HTML reports).
+std::string configText(const model::Config& c);
 
 // Count of unsuppressed findings at or above a severity (for exit statuses).
 int countAtLeast(const Result& r, model::Severity s);

@@ -12,15 +12,6 @@ std::string loc(const model::Location& l) {
   return l.col > 0 ? fmt::format("{}:{}:{}", l.file, l.line, l.col) : fmt::format("{}:{}", l.file, l.line);
 }
 
-std::string configText(const model::Config& c) {
-  std::string s;
-  if (c.world_size) s += fmt::format("world_size={}", *c.world_size);
-  if (c.full_nvlink) s += fmt::format(" full_nvlink={}", *c.full_nvlink ? "true" : "false");
-  if (c.nbytes) s += fmt::format(" nbytes={}", *c.nbytes);
-  for (const auto& [k, v] : c.env) s += v ? fmt::format(" {}={}", k, *v) : fmt::format(" {} unset", k);
-  return s;
-}
-
 std::string gateCell(const solve::CellVerdict& v) {
   using solve::GateState;
   switch (v.gate.state) {
@@ -63,6 +54,15 @@ std::string dispatchCell(const solve::CellVerdict& v) {
 }
 
 }  // namespace
+
+std::string configText(const model::Config& c) {
+  std::string s;
+  if (c.world_size) s += fmt::format("world_size={}", *c.world_size);
+  if (c.full_nvlink) s += fmt::format(" full_nvlink={}", *c.full_nvlink ? "true" : "false");
+  if (c.nbytes) s += fmt::format(" nbytes={}", *c.nbytes);
+  for (const auto& [k, v] : c.env) s += v ? fmt::format(" {}={}", k, *v) : fmt::format(" {} unset", k);
+  return s;
+}
 
 int countAtLeast(const Result& r, model::Severity s) {
   return static_cast<int>(std::count_if(r.findings.begin(), r.findings.end(), [&](const model::Finding& f) {

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/Errors.h"
+#include "target/Paths.h"
 
 namespace layergate::target {
 namespace {
@@ -225,9 +226,6 @@ std::vector<Target> loadTargets(const std::string& dir) {
   return resolve(raw);
 }
 
-std::string defaultRulesDir() {
-  if (const char* env = std::getenv("LAYERGATE_RULES"); env && *env) return env;
-  return std::string(LAYERGATE_SOURCE_DIR) + "/rules";
-}
+std::string defaultRulesDir() { return paths::rulesDir(); }
 
 }  // namespace layergate::target

@@ -81,7 +81,8 @@ Target parseTarget(const std::string& json_text, const std::string& origin);
 // All targets in <dir>/targets/, "extends" resolved, sorted by name. InputError
 // for a duplicate name, an unknown base or an "extends" cycle.
 std::vector<Target> loadTargets(const std::string& dir);
-// The rules/ directory: $LAYERGATE_RULES, else the one this binary was built from.
+// The rules/ directory: $LAYERGATE_RULES, else ../share/layergate/rules beside
+// the binary (installed), else the source tree it was built from (paths::rulesDir).
 std::string defaultRulesDir();
 
 }  // namespace layergate::target
