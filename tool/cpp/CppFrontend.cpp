@@ -1093,6 +1093,19 @@ std::vector<std::string> commandLine(const std::string& path, const ParseOptions
     if (seen.insert(d).second) a.push_back("-I" + d);
   }
   for (const auto& d : o.include_dirs) a.push_back("-I" + d);
+  // A project's own include/ directory beside an ancestor of an input (the
+  // -I include its build gives, e.g. sgl-kernel/include for
+  // sgl-kernel/csrc/allreduce/x.cu), up to three levels up.
+  for (const auto& f : inputs) {
+    std::string d = dirOf(f);
+    for (int up = 0; up < 4 && !d.empty(); ++up) {
+      std::string inc = d + "/include";
+      if (llvm::sys::fs::is_directory(inc) && seen.insert(inc).second) a.push_back("-I" + inc);
+      std::string parent = dirOf(d);
+      if (parent == d) break;
+      d = parent;
+    }
+  }
   a.push_back("-idirafter");
   a.push_back(kMissingDir);
   for (const auto& x : o.extra_args) a.push_back(x);
