@@ -970,7 +970,7 @@ class PreScan {
     for (const auto& e : hs.UserEntries) {
       std::string p = normalized(e.Path);
       bool user = (e.Group == frontend::Angled || e.Group == frontend::Quoted) && p != kMissingDir;
-      dirs_.push_back({p, user});
+      dirs_.push_back({p, user, e.Path});
     }
     stubs_ = normalized(job.stub_dir);
   }
@@ -1000,16 +1000,19 @@ class PreScan {
           user = !startsWithDir(c, stubs_);
         }
       }
+      std::string raw;  // as the search directory spells it
       for (std::size_t i = 0; found.empty() && i < dirs_.size(); ++i) {
         std::string c = normalized(dirs_[i].first + "/" + name);
         if (llvm::sys::fs::is_regular_file(c)) {
           found = c;
+          raw = dirs_[i].raw + "/" + name;
           user = dirs_[i].second && !startsWithDir(c, stubs_);
         }
       }
       if (!found.empty()) {
         if (user) {
-          std::string spelled = found;  // the caller's spelling when it is a given file
+          // the caller's spelling when it is a given file, else the -I's
+          std::string spelled = raw.empty() || llvm::sys::path::is_absolute(raw) ? found : raw;
           if (job_.inputs)
             for (const auto& in : *job_.inputs)
               if (normalized(in) == found) spelled = in;
@@ -1031,7 +1034,12 @@ class PreScan {
 
  private:
   ParseJob& job_;
-  std::vector<std::pair<std::string, bool>> dirs_;
+  struct Dir {
+    std::string first;  // normalized
+    bool second;        // user code
+    std::string raw;    // as given with -I
+  };
+  std::vector<Dir> dirs_;
   std::string stubs_;
   std::set<std::string> visited_;
 };
@@ -1096,14 +1104,15 @@ std::vector<std::string> commandLine(const std::string& path, const ParseOptions
   // A project's own include/ directory beside an ancestor of an input (the
   // -I include its build gives, e.g. sgl-kernel/include for
   // sgl-kernel/csrc/allreduce/x.cu), up to three levels up.
+  // Spelled as the input is (relative stays relative), so that the notes on
+  // headers found there read like the given files' paths.
   for (const auto& f : inputs) {
-    std::string d = dirOf(f);
-    for (int up = 0; up < 4 && !d.empty(); ++up) {
-      std::string inc = d + "/include";
-      if (llvm::sys::fs::is_directory(inc) && seen.insert(inc).second) a.push_back("-I" + inc);
-      std::string parent = dirOf(d);
-      if (parent == d) break;
-      d = parent;
+    std::string d(llvm::sys::path::parent_path(f));
+    for (int up = 0; up < 4; ++up) {
+      std::string inc = d.empty() ? std::string("include") : d + "/include";
+      if (llvm::sys::fs::is_directory(inc) && seen.insert(normalized(inc)).second) a.push_back("-I" + inc);
+      if (d.empty() || d == "/") break;
+      d = std::string(llvm::sys::path::parent_path(d));
     }
   }
   a.push_back("-idirafter");
