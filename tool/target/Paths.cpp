@@ -17,11 +17,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-bool isDir(const fs::path& p) {
-  std::error_code ec;
-  return fs::is_directory(p, ec);
-}
-
 // env, then <exe>/../share/layergate/<installed>, then the build-tree path.
 // `probe` is a file or folder inside the directory that must exist for a
 // candidate to count (an empty share/layergate left by a failed install is
