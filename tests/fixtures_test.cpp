@@ -139,8 +139,11 @@ TEST_P(Fixture, VerdictMatchesExpectAndGolden) {
           }
         }
       }
-      if (e.contains("env_unset"))
-        for (const auto& n : e["env_unset"]) EXPECT_EQ(env.count(n.get<std::string>()), 0u) << n;
+      if (e.contains("env_unset")) {
+        for (const auto& n : e["env_unset"]) {
+          EXPECT_EQ(env.count(n.get<std::string>()), 0u) << n;
+        }
+      }
       if (e.contains("nbytes_min")) {
         ASSERT_TRUE(f.sizes);
         EXPECT_EQ(f.sizes->lo, e["nbytes_min"].get<std::int64_t>()) << f.message;

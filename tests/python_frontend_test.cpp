@@ -946,7 +946,9 @@ TEST(PythonFrontendFiles, OpWrappersAreForwarders) {
   bool meta = false;
   for (const auto& f : g.forwarders) {
     meta = meta || f.name == "meta_size";
-    if (f.name == "passthrough") EXPECT_EQ(f.arg_param, std::vector<int>{-1});
+    if (f.name == "passthrough") {
+      EXPECT_EQ(f.arg_param, std::vector<int>{-1});
+    }
   }
   EXPECT_FALSE(meta);
   EXPECT_TRUE(hasNote(g, "passthrough"));
