@@ -121,9 +121,7 @@ void finishFindings(const Request& req, report::Result& r) {
   report::applySuppressions(r.findings, files, enabled);
   if (req.settings) req.settings->apply(r.findings);  // LG010/LG011 follow the policy too
   report::assignFingerprints(r.findings, files);
-  std::map<std::string, std::string> texts;
-  for (const auto& [p, src] : files) texts[p] = src.text;
-  fix::suggestFixes(r.gate, r.dispatch, r.findings, texts, r.gate.notes);
+  fix::suggestFixes(r.gate, r.findings, r.gate.notes);
 }
 
 }  // namespace layergate::driver

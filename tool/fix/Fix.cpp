@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 namespace layergate::fix {
@@ -50,8 +51,7 @@ std::string guardCondition(const std::vector<std::pair<std::int64_t, std::option
   return s;
 }
 
-void suggestFixes(const model::Gate& gate, const model::Dispatch& dispatch, std::vector<model::Finding>& findings,
-                  const std::map<std::string, std::string>& texts, std::vector<std::string>& notes) {
+void suggestFixes(const model::Gate& gate, std::vector<model::Finding>& findings, std::vector<std::string>& notes) {
   std::vector<std::pair<std::int64_t, std::optional<bool>>> cells;
   std::set<std::string> rules;
   for (const auto& f : findings)
@@ -92,8 +92,6 @@ void suggestFixes(const model::Gate& gate, const model::Dispatch& dispatch, std:
       safe = fx;
     }
   }
-  (void)dispatch;
-  (void)texts;
   for (auto& f : findings)
     if (fixable(f) && safe) f.fixes.push_back(*safe);
 }

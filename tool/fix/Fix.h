@@ -3,16 +3,16 @@
 //
 // Safe: tighten the Python gate so that it no longer admits the cells the
 // dispatch has no kernel for (a guard at Gate::guard_site, built from the
-// findings' cells). Unsafe (LG001): give the C++ dispatch the missing branch,
-// launching the kernel another world size launches without NVLink; it needs
-// `layergate selftest` to show it correct on the hardware.
+// findings' cells). Unsafe fixes (a C++ branch for LG001) are not generated
+// yet; Fix::safety and --unsafe-fixes carry them when they are.
 //
-// Takes: the gate, the dispatch, the findings (after suppressions) and the
-// text of the files they point at. Fills each fixable finding's `fixes`;
-// appends to `notes` why a finding gets no fix.
+// Takes: the gate and the findings (after suppressions). Fills each fixable
+// finding's `fixes`; appends to `notes` why the findings get no fix.
 #pragma once
 
-#include <map>
+#include <cstdint>
+#include <optional>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -20,8 +20,7 @@
 
 namespace layergate::fix {
 
-void suggestFixes(const model::Gate& gate, const model::Dispatch& dispatch, std::vector<model::Finding>& findings,
-                  const std::map<std::string, std::string>& texts, std::vector<std::string>& notes);
+void suggestFixes(const model::Gate& gate, std::vector<model::Finding>& findings, std::vector<std::string>& notes);
 
 // The guard's condition over the cells (world size, NVLink or nullopt: both),
 // "" when it needs an NVLink expression the site lacks.
