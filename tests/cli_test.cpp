@@ -166,3 +166,71 @@ TEST(Cli, UninterpretedHelperTurnsTheSeedIntoPossibleGapsUnlessStrict) {
   EXPECT_NE(s.out.find("error: possible gap: world size 8 without NVLink"), std::string::npos) << s.out;
   fs::remove_all(dir);
 }
+
+namespace {
+
+// A copy of fixtures/seed-force-pcie in a new temporary directory.
+fs::path seedCopy(const std::string& tag) {
+  fs::path dir = fs::temp_directory_path() / ("lg_fixcli_" + tag + "_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::copy(fs::path(LAYERGATE_FIXTURES) / "seed-force-pcie", dir, fs::copy_options::recursive);
+  return dir;
+}
+
+const char* kSeedArgs = "check custom_all_reduce.py custom_all_reduce.cuh --color never";
+
+}  // namespace
+
+TEST(Cli, FixRewritesTheGateAndASecondCheckIsClean) {
+  fs::path dir = seedCopy("fix");
+  std::string before = slurp(dir / "custom_all_reduce.py");
+  CliRun r = lgtest::runCli(std::string(kSeedArgs) + " --fix", dir);
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("fixed 3 findings in 1 file"), std::string::npos) << r.out;
+  std::string after = slurp(dir / "custom_all_reduce.py");
+  EXPECT_NE(after, before);
+  EXPECT_NE(after.find("return False  # layergate LG001"), std::string::npos);
+  EXPECT_EQ(slurp(dir / "custom_all_reduce.cuh"), slurp(fs::path(LAYERGATE_FIXTURES) / "seed-force-pcie/custom_all_reduce.cuh"));
+  CliRun again = lgtest::runCli(kSeedArgs, dir);
+  EXPECT_EQ(again.status, 0) << again.out;
+  EXPECT_EQ(again.out.find("LG001"), std::string::npos) << again.out;
+  EXPECT_NE(again.out.find("0 errors"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST(Cli, DiffIsAUnifiedDiffThatPatchApplies) {
+  fs::path dir = seedCopy("diff");
+  std::string before = slurp(dir / "custom_all_reduce.py");
+  CliRun r = lgtest::runCli(std::string(kSeedArgs) + " --diff", dir);
+  EXPECT_EQ(r.status, 1) << r.err;  // as check: the findings are still there
+  EXPECT_EQ(r.out.rfind("--- custom_all_reduce.py\n+++ custom_all_reduce.py\n@@ ", 0), 0u) << r.out;
+  EXPECT_EQ(slurp(dir / "custom_all_reduce.py"), before);  // --diff writes nothing
+  std::ofstream(dir / "fix.patch", std::ios::binary) << r.out;
+  std::string cmd = "cd " + quote(dir.string()) + " && patch -p0 --dry-run < fix.patch >/dev/null && git apply --check -p0 fix.patch";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << r.out;
+  fs::remove_all(dir);
+}
+
+TEST(Cli, FindingsWithAFixSayItInEveryFormat) {
+  CliRun t = layergate(check("seed-force-pcie/custom_all_reduce.py", "seed-force-pcie/custom_all_reduce.cuh", "--no-matrix --color never"));
+  EXPECT_EQ(t.status, 1);
+  EXPECT_NE(t.out.find("note: fix available (safe): in should_custom_ar"), std::string::npos) << t.out;
+  CliRun j = layergate(check("seed-force-pcie/custom_all_reduce.py", "seed-force-pcie/custom_all_reduce.cuh", "--format json"));
+  json f = json::parse(j.out)["findings"][0];
+  ASSERT_TRUE(f.contains("fix")) << f.dump(2);
+  EXPECT_EQ(f["fix"]["safety"], "safe");
+  EXPECT_TRUE(f["fix"]["description"].is_string());
+  const json& e = f["fix"]["edits"][0];
+  EXPECT_EQ(e["file"], "seed-force-pcie/custom_all_reduce.py");
+  EXPECT_EQ(e["start"], e["end"]);
+  EXPECT_EQ(e["start"]["col"], 1);
+  EXPECT_NE(e["replacement"].get<std::string>().find("if self.world_size in (4, 6, 8) and not self.full_nvlink:\n"),
+            std::string::npos);
+  CliRun s = layergate(check("seed-force-pcie/custom_all_reduce.py", "seed-force-pcie/custom_all_reduce.cuh", "--format sarif"));
+  json res = json::parse(s.out)["runs"][0]["results"][0];
+  const json& ch = res["fixes"][0]["artifactChanges"][0];
+  EXPECT_EQ(ch["artifactLocation"]["uri"], "seed-force-pcie/custom_all_reduce.py");
+  EXPECT_EQ(ch["replacements"][0]["deletedRegion"]["startLine"], e["start"]["line"]);
+  EXPECT_EQ(ch["replacements"][0]["insertedContent"]["text"], e["replacement"]);
+}

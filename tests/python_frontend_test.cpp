@@ -1177,3 +1177,70 @@ TEST(PythonFrontendFiles, GateFileIsTheOneWithTheClassAndErrorsNameAllFiles) {
   }
   EXPECT_EQ(err, "blob.py: binary file, not Python source");
 }
+
+// Gate::guard_site (the safe fix's place): found from the data flow, so
+// attributes named anything hold the world size and the NVLink value.
+namespace {
+const char* kRenamedGate = R"(import torch.distributed as dist
+
+class CustomAllreduce:
+    def __init__(self, group, max_size=8192):
+        self.disabled = True
+        ws = dist.get_world_size(group=group)
+        nv = is_full_nvlink([0], ws)
+        if ws > 2 and not nv:
+            return
+        self.ngpus = ws
+        self.links = nv
+        self.max_size = max_size
+        self.disabled = False
+)";
+}  // namespace
+
+TEST(PythonFrontendGuardSite, PerCallAfterTheLeadingRejectsWithRenamedAttributes) {
+  std::string src = std::string(kRenamedGate) + R"(
+    def should_custom_ar(self, inp):
+        """Docstring."""
+        if self.disabled:
+            return False
+        if inp.numel() == 0:
+            return False
+        return inp.numel() * inp.element_size() < self.max_size
+)";
+  model::Gate g = extract(src);
+  const auto& s = g.guard_site;
+  ASSERT_TRUE(s.found) << s.why;
+  EXPECT_EQ(s.method, "should_custom_ar");
+  EXPECT_EQ(s.line, 21);  // after the two rejects
+  EXPECT_EQ(s.indent, "        ");
+  EXPECT_EQ(s.body_indent, "            ");
+  EXPECT_EQ(s.reject, "return False");
+  EXPECT_EQ(s.world_size, "self.ngpus");
+  EXPECT_EQ(s.full_nvlink, "self.links");
+}
+
+TEST(PythonFrontendGuardSite, ConstructorOnlyGuardsBeforeTheEnablingStatement) {
+  model::Gate g = extract(kRenamedGate);
+  const auto& s = g.guard_site;
+  ASSERT_TRUE(s.found) << s.why;
+  EXPECT_EQ(s.method, "__init__");
+  EXPECT_EQ(s.line, 13);
+  EXPECT_EQ(s.reject, "return");
+  EXPECT_EQ(s.world_size, "self.ngpus");
+  EXPECT_EQ(s.full_nvlink, "self.links");
+}
+
+TEST(PythonFrontendGuardSite, ComputedNvlinkValueIsNoExpression) {
+  std::string src = kRenamedGate;
+  src.replace(src.find("self.links = nv"), 15, "self.links = nv or ws == 2");
+  src += R"(
+    def should_custom_ar(self, inp):
+        if self.disabled:
+            return False
+        return self.links
+)";
+  model::Gate g = extract(src);
+  EXPECT_TRUE(g.guard_site.found);  // the world size alone is enough for some cells
+  EXPECT_EQ(g.guard_site.world_size, "self.ngpus");
+  EXPECT_EQ(g.guard_site.full_nvlink, "");
+}

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "checks/Check.h"
+#include "fix/Fix.h"
 #include "link/Link.h"
 #include "model/Errors.h"
 #include "python/PythonFrontend.h"
@@ -120,6 +121,7 @@ void finishFindings(const Request& req, report::Result& r) {
   report::applySuppressions(r.findings, files, enabled);
   if (req.settings) req.settings->apply(r.findings);  // LG010/LG011 follow the policy too
   report::assignFingerprints(r.findings, files);
+  fix::suggestFixes(r.gate, r.findings, r.gate.notes);
 }
 
 }  // namespace layergate::driver

@@ -17,6 +17,7 @@
 
 #include "checks/Check.h"
 #include "cli/Analysis.h"
+#include "cli/Fixes.h"
 #include "cli/Output.h"
 #include "cli/Scan.h"
 #include "config/Config.h"
@@ -47,7 +48,29 @@ struct CheckArgs {
   config::Overrides overrides;  // flags given on the command line
   bool show_settings = false;
   std::string baseline, write_baseline;
+  bool diff = false, fix = false, unsafe_fixes = false;  // --diff, --fix, --unsafe-fixes
 };
+
+// --diff: the fixes as unified diffs instead of the report. --fix: write them;
+// the report that follows shows what is left. Returns true when the diff was
+// the output (the caller only sets the exit status).
+bool fixes(const CheckArgs& a, const std::vector<std::pair<std::string, report::Result*>>& results,
+           driver::ReportOut& out, std::string& summary) {
+  if (!a.diff && !a.fix) return false;
+  driver::FixOutcome o = driver::runFixes(results, a.unsafe_fixes, a.fix && !a.diff);
+  if (a.diff) {
+    out.stream() << o.diff;
+    return true;
+  }
+  summary = o.summary();
+  return false;
+}
+
+void printSummary(const CheckArgs& a, const std::string& summary, driver::ReportOut& out) {
+  if (summary.empty()) return;
+  if (a.format == "text" && a.output.empty()) out.stream() << summary << "\n";
+  else std::cerr << "layergate: " << summary << "\n";
+}
 
 // --write-baseline, then --baseline: what is left is what the report shows.
 void baselines(const CheckArgs& a, const std::vector<report::Result*>& results) {
@@ -81,7 +104,11 @@ int runScan(const CheckArgs& a, driver::ReportOut& out) {
   std::vector<report::Result*> all;
   for (auto& r : s.results) all.push_back(&r);
   baselines(a, all);
-  if (a.format == "json") {
+  std::vector<std::pair<std::string, report::Result*>> with_base;
+  for (auto* r : all) with_base.push_back({a.paths[0], r});
+  std::string summary;
+  if (fixes(a, with_base, out, summary)) {
+  } else if (a.format == "json") {
     out.stream() << driver::renderScanJson(s);
   } else if (a.format == "sarif") {
     out.stream() << driver::renderScanSarif(s);
@@ -93,6 +120,7 @@ int runScan(const CheckArgs& a, driver::ReportOut& out) {
     o.matrix = !a.no_matrix;
     out.stream() << driver::renderScanText(s, o);
   }
+  printSummary(a, summary, out);
   out.finish();
   if (a.fail_on == "never" || !a.write_baseline.empty()) return kExitClean;
   auto sev = a.fail_on == "warning" ? model::Severity::Warning : model::Severity::Error;
@@ -129,7 +157,9 @@ int runCheck(CheckArgs a) {
     throw InputError("nothing to check: give a directory (layergate check .) or the files (--python FILE --cpp FILE)");
   report::Result r = driver::analyse(a.req);
   baselines(a, {&r});
-  if (a.format == "json") {
+  std::string summary;
+  if (fixes(a, {{"", &r}}, out, summary)) {
+  } else if (a.format == "json") {
     out.stream() << report::renderJson(r);
   } else if (a.format == "sarif") {
     out.stream() << report::renderSarif(r);
@@ -141,6 +171,7 @@ int runCheck(CheckArgs a) {
     o.matrix = !a.no_matrix;
     out.stream() << report::renderText(r, o);
   }
+  printSummary(a, summary, out);
   out.finish();
   if (a.fail_on == "never" || !a.write_baseline.empty()) return kExitClean;
   auto sev = a.fail_on == "warning" ? model::Severity::Warning : model::Severity::Error;
@@ -242,6 +273,11 @@ int main(int argc, char** argv) {
   check->add_flag("--show-settings", ca.show_settings, "Print the settings in force and where each comes from, then exit");
   check->add_option("--baseline", ca.baseline, "Report only findings not in this earlier report (layergate JSON or SARIF)")
       ->type_name("FILE");
+  check->add_flag("--diff", ca.diff, "Print the fixes of the findings as unified diffs (safe ones; see --unsafe-fixes) "
+                                     "instead of the report; the exit status is check's");
+  check->add_flag("--fix", ca.fix, "Apply the safe fixes in place, then report what is left");
+  check->add_flag("--unsafe-fixes", ca.unsafe_fixes,
+                  "With --diff or --fix: the unsafe fixes too (a C++ branch that `layergate selftest` must show correct)");
   check->add_option("--write-baseline", ca.write_baseline, "Write the findings of this run to FILE, for --baseline")
       ->type_name("FILE");
 

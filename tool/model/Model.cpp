@@ -25,4 +25,6 @@ const char* severityName(Severity s) {
   return "error";
 }
 
+const char* fixSafetyName(FixSafety s) { return s == FixSafety::Safe ? "safe" : "unsafe"; }
+
 }  // namespace layergate::model

@@ -149,6 +149,24 @@ struct GateCheck {
   Location where;
 };
 
+// Where a fix may tighten the gate (issue 12, report/ fix suggestions): the
+// statement a guard goes before, and the Python expressions that hold the
+// world size and the NVLink probe's value there, as the walker's data flow
+// found them (an attribute or local whose value is exactly that config
+// variable). Not found: `why` says what is missing.
+struct GuardSite {
+  bool found = false;
+  std::string why;           // !found: why no guard can be written
+  std::string method;        // the method the guard goes into ("should_custom_ar", "__init__")
+  std::string file;
+  int line = 0;              // the guard is inserted before this line (1-based), at its column 1
+  std::string indent;        // the surrounding block's indentation
+  std::string body_indent;   // the guard's body (indent plus one level, as the file writes it)
+  std::string reject;        // the statement that refuses there: "return False" (per call), "return"
+  std::string world_size;    // Python expression of the world size there ("self.world_size"); "" none
+  std::string full_nvlink;   // Python expression of the NVLink probe's value; "" none
+};
+
 struct Gate {
   std::string class_name;
   Location class_loc;
@@ -190,6 +208,7 @@ struct Gate {
   std::vector<NativeCall> native_calls;  // from the gate class
   std::vector<Forwarder> forwarders;     // from every given Python file
   std::vector<std::string> files;        // the Python files that were read
+  GuardSite guard_site;                  // for the safe fix of LG001/LG002
 };
 
 enum class LeafKind { Launch, Throw, None };
@@ -248,6 +267,29 @@ struct Suppression {
   Location where;             // the comment
 };
 
+// A fix suggestion (tool/fix): text edits, as ruff and clang-tidy offer them.
+// Lines and columns are 1-based, columns in bytes; start == end inserts.
+struct TextPos {
+  int line = 0;
+  int col = 0;
+};
+struct Edit {
+  std::string file;
+  TextPos start, end;
+  std::string replacement;
+  bool operator==(const Edit& o) const {
+    return file == o.file && start.line == o.start.line && start.col == o.start.col && end.line == o.end.line &&
+           end.col == o.end.col && replacement == o.replacement;
+  }
+};
+enum class FixSafety { Safe, Unsafe };
+const char* fixSafetyName(FixSafety s);  // "safe" / "unsafe"
+struct Fix {
+  FixSafety safety = FixSafety::Safe;
+  std::string description;
+  std::vector<Edit> edits;
+};
+
 struct Finding {
   std::string rule;      // "LG001"
   Severity severity = Severity::Error;
@@ -260,6 +302,8 @@ struct Finding {
   // Stable under unrelated edits (see report/Baseline.h): rule, file, the
   // primary line's text, the cell and the enclosing function, never the line number.
   std::string fingerprint;
+  // Fix suggestions, the safe one first (tool/fix/Fix.h).
+  std::vector<Fix> fixes;
 };
 
 }  // namespace layergate::model

@@ -359,6 +359,7 @@ void Walker::walkStmt(TSNode n, State& st, Frame& fr) {
   } else if (++statements_ > kMaxStatements) {
     fail(n, "more than " + std::to_string(kMaxStatements) + " statements on the analysed paths; not analysed");
   }
+  captureEnabling(n, st);
   const char* t = ts_node_type(n);
   if (!std::strcmp(t, "expression_statement")) {
     for (TSNode k : named(n)) {

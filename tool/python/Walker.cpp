@@ -405,6 +405,7 @@ model::Gate Walker::run() {
     gate_.enabling = loc(construction, "enabling");
   } else {
     gate_.enabling = loc(en, "enabling");
+    enabling_stmt_ = ts_node_parent(en);
   }
 
   // Constructor.
@@ -533,6 +534,7 @@ model::Gate Walker::run() {
     }
     gate_.per_call = model::OrAll(terms);
   }
+  findGuardSite(pc, snapshot, en, builder != nullptr);
   pruneTentative();
   return gate_;
 }

@@ -321,6 +321,18 @@ class Walker {
   void checkSyntax(TSNode root);
   std::vector<TSNode> findClasses(TSNode root, const std::string& name);
   TSNode findEnabling(TSNode fn);
+
+  // --- fix sites (WalkFixSite.cpp) ------------------------------------------------
+  // The enabling statement's state, captured when the constructor's walk reaches it.
+  TSNode enabling_stmt_{};
+  bool enabling_seen_ = false;
+  std::map<std::string, Value> enabling_locals_, enabling_attrs_;
+  void captureEnabling(TSNode stmt, const State& st);
+  // Gate::guard_site: in the per-call method `pc` (attributes as `snapshot`
+  // holds them), else before the enabling statement `en`; `builder`: the gate
+  // is a module-level function (no statement to guard).
+  void findGuardSite(const FuncInfo* pc, const std::map<std::string, Value>& snapshot, TSNode en, bool builder);
+  std::optional<std::string> lineIndent(TSNode n) const;
 };
 
 }  // namespace layergate::python::detail

@@ -18,6 +18,16 @@ json rangeJson(const solve::SizeRange& r) {
   return {{"min_nbytes", r.lo}, {"max_nbytes", r.unbounded() ? json(nullptr) : json(r.hi)}, {"text", r.str()}};
 }
 
+json fixJson(const model::Fix& x) {
+  json edits = json::array();
+  for (const auto& e : x.edits)
+    edits.push_back({{"file", e.file},
+                     {"start", {{"line", e.start.line}, {"col", e.start.col}}},
+                     {"end", {{"line", e.end.line}, {"col", e.end.col}}},
+                     {"replacement", e.replacement}});
+  return {{"safety", model::fixSafetyName(x.safety)}, {"description", x.description}, {"edits", edits}};
+}
+
 const char* leafKind(model::LeafKind k) {
   switch (k) {
     case model::LeafKind::Launch: return "launch";
@@ -56,6 +66,13 @@ std::string renderJson(const Result& r) {
       json t = json::array();
       for (const auto& h : f.trace) t.push_back({{"hop", h.hop}, {"file", h.where.file}, {"line", h.where.line}});
       jf["trace"] = t;
+    }
+    // the first (safe when there is one) fix; other ones (the unsafe C++ branch) after it
+    if (!f.fixes.empty()) jf["fix"] = fixJson(f.fixes[0]);
+    if (f.fixes.size() > 1) {
+      json alt = json::array();
+      for (std::size_t i = 1; i < f.fixes.size(); ++i) alt.push_back(fixJson(f.fixes[i]));
+      jf["alternative_fixes"] = alt;
     }
     findings.push_back(jf);
   }

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <map>
 
 #include "checks/Check.h"
 #include "report/Report.h"
@@ -118,6 +119,30 @@ std::string renderSarif(const Result& r) {
       json sup = {{"kind", "inSource"}};
       if (!f.suppressed->justification.empty()) sup["justification"] = f.suppressed->justification;
       res["suppressions"] = json::array({sup});
+    }
+    if (!f.fixes.empty()) {
+      // SARIF 2.1.0 §3.55: each fix's changes per artifact, a replacement a
+      // deleted region (empty: an insertion point) and the inserted text.
+      json fixes = json::array();
+      for (const auto& x : f.fixes) {
+        std::map<std::string, json> per_file;
+        std::vector<std::string> order;
+        for (const auto& e : x.edits) {
+          if (!per_file.count(e.file)) order.push_back(e.file), per_file[e.file] = json::array();
+          per_file[e.file].push_back({{"deletedRegion", {{"startLine", e.start.line},
+                                                         {"startColumn", e.start.col},
+                                                         {"endLine", e.end.line},
+                                                         {"endColumn", e.end.col}}},
+                                      {"insertedContent", {{"text", e.replacement}}}});
+        }
+        json changes = json::array();
+        for (const auto& file : order)
+          changes.push_back({{"artifactLocation", {{"uri", uriOf(file)}}}, {"replacements", per_file[file]}});
+        fixes.push_back({{"description", {{"text", x.description}}},
+                         {"artifactChanges", changes},
+                         {"properties", {{"safety", model::fixSafetyName(x.safety)}}}});
+      }
+      res["fixes"] = fixes;
     }
     json props = {{"world_size", f.config.world_size ? json(*f.config.world_size) : json(nullptr)},
                   {"full_nvlink", f.config.full_nvlink ? json(*f.config.full_nvlink) : json(nullptr)},

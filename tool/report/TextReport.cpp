@@ -98,6 +98,12 @@ std::string renderText(const Result& r, const TextOptions& o) {
       out += fmt::format("{}: {}: {}\n", loc(f.locations[0]), paint("1;36", "note"), f.locations[0].note);
     for (size_t i = 1; i < f.locations.size(); ++i)
       out += fmt::format("{}: {}: {}\n", loc(f.locations[i]), paint("1;36", "note"), f.locations[i].note);
+    for (const auto& x : f.fixes) {
+      std::string at = x.edits.empty() ? std::string("layergate")
+                                       : fmt::format("{}:{}:{}", x.edits[0].file, x.edits[0].start.line, x.edits[0].start.col);
+      out += fmt::format("{}: {}: fix available ({}): {}\n", at, paint("1;36", "note"), model::fixSafetyName(x.safety),
+                         x.description);
+    }
     if (o.details && (f.config.world_size || !f.config.env.empty())) {
       out += fmt::format("    counterexample: {}\n", configText(f.config));
       if (!f.config.assumed.empty()) {

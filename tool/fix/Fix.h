@@ -1,0 +1,30 @@
+// Fix suggestions for LG001/LG002 (issue 12), with safety levels as ruff and
+// clang-tidy give them.
+//
+// Safe: tighten the Python gate so that it no longer admits the cells the
+// dispatch has no kernel for (a guard at Gate::guard_site, built from the
+// findings' cells). Unsafe fixes (a C++ branch for LG001) are not generated
+// yet; Fix::safety and --unsafe-fixes carry them when they are.
+//
+// Takes: the gate and the findings (after suppressions). Fills each fixable
+// finding's `fixes`; appends to `notes` why the findings get no fix.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <utility>
+#include <string>
+#include <vector>
+
+#include "model/Model.h"
+
+namespace layergate::fix {
+
+void suggestFixes(const model::Gate& gate, std::vector<model::Finding>& findings, std::vector<std::string>& notes);
+
+// The guard's condition over the cells (world size, NVLink or nullopt: both),
+// "" when it needs an NVLink expression the site lacks.
+std::string guardCondition(const std::vector<std::pair<std::int64_t, std::optional<bool>>>& cells,
+                           const std::string& world_size, const std::string& full_nvlink);
+
+}  // namespace layergate::fix
