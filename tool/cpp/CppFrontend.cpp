@@ -1101,20 +1101,6 @@ std::vector<std::string> commandLine(const std::string& path, const ParseOptions
     if (seen.insert(d).second) a.push_back("-I" + d);
   }
   for (const auto& d : o.include_dirs) a.push_back("-I" + d);
-  // A project's own include/ directory beside an ancestor of an input (the
-  // -I include its build gives, e.g. sgl-kernel/include for
-  // sgl-kernel/csrc/allreduce/x.cu), up to three levels up.
-  // Spelled as the input is (relative stays relative), so that the notes on
-  // headers found there read like the given files' paths.
-  for (const auto& f : inputs) {
-    std::string d(llvm::sys::path::parent_path(f));
-    for (int up = 0; up < 4; ++up) {
-      std::string inc = d.empty() ? std::string("include") : d + "/include";
-      if (llvm::sys::fs::is_directory(inc) && seen.insert(normalized(inc)).second) a.push_back("-I" + inc);
-      if (d.empty() || d == "/") break;
-      d = std::string(llvm::sys::path::parent_path(d));
-    }
-  }
   a.push_back("-idirafter");
   a.push_back(kMissingDir);
   for (const auto& x : o.extra_args) a.push_back(x);
