@@ -288,7 +288,7 @@ Value Walker::callGiven(const FuncInfo& fi, const std::string& fname, const Valu
 // conditions) and a note says so, rather than being compared with a dispatch
 // they never reach.
 void Walker::scopeToDefinition(const FuncInfo& fi, const std::string& fname, TSNode call, const ExprPtr& path) {
-  if (fi.guards.empty() || !scoped_defs_.insert(call.id).second) return;
+  if (fi.guards.empty()) return;
   ExprPtr in = model::True();
   std::string conds;
   {
@@ -305,7 +305,15 @@ void Walker::scopeToDefinition(const FuncInfo& fi, const std::string& fname, TSN
     }
   }
   if (model::isTrue(in)) return;
+  // Every path that reaches the call narrows the scope; the note is said once per call.
   gate_.scope = model::And(gate_.scope, model::Or(model::Not(path), in));
+  auto seen = scoped_calls_.find(call.id);
+  if (seen != scoped_calls_.end()) {
+    auto& u = gate_.unchecked[seen->second];
+    u.condition = model::Or(u.condition, model::And(path, model::Not(in)));
+    return;
+  }
+  scoped_calls_[call.id] = gate_.unchecked.size();
   gate_.unchecked.push_back(
       {model::And(path, model::Not(in)),
        "not checked: configurations that reach the call of " + fname + " at " + where(call) + " where " + conds +

@@ -241,7 +241,7 @@ class Walker {
   // A forwarder defined under undecided module-level conditions: the dispatch
   // is checked only where they hold (Gate::scope), said in a note.
   void scopeToDefinition(const FuncInfo& fi, const std::string& fname, TSNode call, const ExprPtr& path);
-  std::set<const void*> scoped_defs_;
+  std::map<const void*, std::size_t> scoped_calls_;  // call node -> its entry in Gate::unchecked
   // A condition on the platform alone (the target's platform flags, `is_hip()`,
   // `torch.version.hip is not None`), decided for the target platform; nullopt
   // when it reads anything else.
