@@ -77,6 +77,7 @@ std::vector<model::Finding> runChecks(const CheckContext& ctx) {
 namespace {
 
 std::string cellText(const solve::Cell& c) {
+  if (c.nvlink_any) return "world size " + std::to_string(c.world_size);
   return "world size " + std::to_string(c.world_size) + (c.full_nvlink ? " with NVLink" : " without NVLink");
 }
 
@@ -102,8 +103,18 @@ model::Finding gapFinding(const RuleInfo& rule, const solve::Gap& gap, const Che
                          : "the C++ dispatch throws";
   if (gap.kind == solve::GapKind::Throws && gap.leaf && !gap.leaf->text.empty())
     what += " (\"" + gap.leaf->text + "\")";
-  f.message = cellText(gap.cell) + ": the Python gate admits the custom all-reduce" + when + " for " +
-              gap.sizes.str() + ", but " + what;
+  if (ctx.gate.outputs.empty()) {
+    f.message = cellText(gap.cell) + ": the Python gate admits the custom all-reduce" + when + " for " +
+                gap.sizes.str() + ", but " + what;
+  } else {
+    // A policy gate: say what it hands down in the counterexample.
+    std::string handed;
+    for (const auto& o : ctx.gate.outputs)
+      for (const auto& [k, v] : gap.counterexample.values)
+        if (k == o.var) handed += (handed.empty() ? "" : ", ") + o.var + "=" + std::to_string(v);
+    f.message = cellText(gap.cell) + ": the Python policy " + ctx.gate.class_name + " admits " + gap.sizes.str() +
+                when + (handed.empty() ? "" : " and hands down " + handed) + ", but " + what;
+  }
   if (!gap.certain) {
     // Name what the verdict needs, as the rule promises.
     std::string terms;

@@ -193,11 +193,27 @@ class Walker {
           std::string k = functionRefName(a);
           if (!k.empty()) return k;
         }
+        // The kernel is a parameter of a launch helper (`launch(Kernel kernel,
+        // ...)`): its name, which the helper's call site resolves to the
+        // argument (see below).
+        for (const Expr* a : c->arguments())
+          if (auto* d = dyn_cast<DeclRefExpr>(stripCasts(a)))
+            if (auto* p = dyn_cast<ParmVarDecl>(d->getDecl()))
+              if (p->getType()->isDependentType() || p->getType()->isFunctionPointerType())
+                return p->getNameAsString();
         return n;
       }
       for (const FunctionDecl* fd : calleesOf(c)) {
         std::string k = kernelOfFunction(fd);
-        if (!k.empty()) return k;
+        if (k.empty()) continue;
+        // A launch helper that launches its parameter (`kernel<<<...>>>`
+        // with `kernel` a parameter): the kernel is the argument passed.
+        for (unsigned i = 0; i < fd->getNumParams() && i < c->getNumArgs(); ++i)
+          if (fd->getParamDecl(i)->getName() == k) {
+            std::string a = functionRefName(c->getArg(i));
+            if (!a.empty()) return a;
+          }
+        return k;
       }
     }
     return std::nullopt;

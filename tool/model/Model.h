@@ -167,6 +167,17 @@ struct GuardSite {
   std::string full_nvlink;   // Python expression of the NVLink probe's value; "" none
 };
 
+// A value the gate computes and hands down to the C++ entry (issue 13): a
+// field of the record a policy function returns (the kernel variant, the
+// block count), as the config variable the C++ dispatch reads.
+struct GateOutput {
+  std::string var;          // config variable the C++ side receives ("variant")
+  std::string field;        // where Python holds it ("IpcLaunchConfig.variant")
+  ExprPtr value;            // over config variables, on the admitted paths
+  std::vector<Hop> origin;  // where it was computed, oldest first
+  Location where;
+};
+
 struct Gate {
   std::string class_name;
   Location class_loc;
@@ -192,8 +203,12 @@ struct Gate {
   // definition's conditions fail) and the note saying so (cli adds it when
   // some configuration meets the condition).
   std::vector<GateCheck> unchecked;
-  // admit AND per_call (within scope): what LG001/LG002 query.
-  ExprPtr predicate() const { return And(And(admit, per_call), scope); }
+  // The values handed down (a policy gate's outputs) and `bound`: each
+  // output's config variable equals its value.
+  std::vector<GateOutput> outputs;
+  ExprPtr bound = True();
+  // admit AND per_call (within scope, outputs bound): what LG001/LG002 query.
+  ExprPtr predicate() const { return And(And(And(admit, per_call), scope), bound); }
   // `assert` conditions on the gate's paths (reached -> condition): invariants
   // the program states about its inputs (the group's backend, the device's
   // type). A gap must exist when they hold; an uninterpreted term inside one
@@ -252,6 +267,9 @@ struct Config {
   std::optional<std::int64_t> nbytes;
   std::vector<std::pair<std::string, std::optional<std::string>>> env;  // NAME -> value (nullopt: unset)
   std::vector<std::pair<std::string, std::string>> assumed;  // opaque/probe -> value
+  // Other config variables the gate reads or hands down (a policy's inputs
+  // and outputs: numel, variant, blocks) -> value.
+  std::vector<std::pair<std::string, std::int64_t>> values;
 };
 
 // Inclusive range of message sizes (bytes); hi < 0 means no upper bound.

@@ -28,7 +28,11 @@ struct Value {
   ExprPtr e;                 // Bool / Int / Str
   bool lowered = false;      // Str: known to be lower-cased (s.lower())
   std::string env;           // Bool read through an env module: the variable
-  std::vector<Value> items;  // List (lists, tuples, sets)
+  std::vector<Value> items;  // List (lists, tuples, sets); record: the field values
+  // Object tagged "record" (a dataclass / NamedTuple instance): its class is
+  // `text`, its field names, in order, are these, their values `items`.
+  // Object tagged "pyclass": a class of a given file (`text`), in module `name`.
+  std::vector<std::string> fields;
   std::string text;          // Unknown / Object: source text
   std::string tag;           // Object: self/class/tensor/environ/module; Unknown: numel/elemsize
   std::string name;          // Unknown: Var name to use; tagged: the tensor

@@ -101,11 +101,14 @@ Value Walker::builtin(const std::string& f, TSNode call, const Args& a, State& s
     if (v.k == Value::K::Bool && model::isConst(v.e)) return vStr(model::StrC(v.e->b ? "True" : "False"));
     return unknown(call);
   }
-  if ((f == "min" || f == "max") && a.pos.size() == 2) {
-    Value x = eval(a.pos[0], st, fr, cx), y = eval(a.pos[1], st, fr, cx);
-    ExprPtr p = asInt(x), q = asInt(y);
-    if (!p || !q) return unknown(call);
-    return vInt(model::Ite(model::Cmp(f == "min" ? Op::Le : Op::Ge, p, q), p, q));
+  if ((f == "min" || f == "max") && a.pos.size() >= 2 && a.kw.empty() && !a.splat) {
+    ExprPtr acc;
+    for (TSNode k : a.pos) {
+      ExprPtr q = asInt(eval(k, st, fr, cx));
+      if (!q) return unknown(call);
+      acc = acc ? model::Ite(model::Cmp(f == "min" ? Op::Le : Op::Ge, acc, q), acc, q) : q;
+    }
+    return vInt(acc);
   }
   handled = false;
   return Value{};
@@ -168,6 +171,10 @@ Value Walker::evalCall(TSNode n, State& st, Frame& fr, Ctx& cx) {
       auto mf = cur_->funcs.find(name);
       if (mf != cur_->funcs.end() && !cur_->aliases.count(name))
         return callGiven(mf->second, name, Value{}, n, fn, a, st, fr, cx);
+      // a dataclass / NamedTuple of a given file: a record
+      if (auto c = classRef(cur_->aliases.count(name) ? origin : name, cur_)) return constructRecord(*c, n, a, st, fr, cx);
+      if (origin == "dataclasses.replace" && !a.pos.empty())
+        return replaceRecord(eval(a.pos[0], st, fr, cx), a, 1, n, st, fr, cx);
       bool handled = false;
       if (!cur_->aliases.count(name)) {
         Value b = builtin(name, n, a, st, fr, cx, handled);
@@ -209,8 +216,13 @@ Value Walker::evalCall(TSNode n, State& st, Frame& fr, Ctx& cx) {
       Resolved r = resolveDotted(d, cur_);
       if (r.fn) return callGiven(*r.fn, attr, Value{}, n, fn, a, st, fr, cx);
     }
+    if (d == "dataclasses.replace" && !a.pos.empty()) return replaceRecord(eval(a.pos[0], st, fr, cx), a, 1, n, st, fr, cx);
     Value o = eval(obj, st, fr, cx);
     if (o.k == Value::K::Object && o.tag == "environ" && attr == "get") return envGet(n, a, st, fr, cx);
+    if (attr == "_replace" && ((o.k == Value::K::Object && o.tag == "record") || o.k == Value::K::Merge))
+      return replaceRecord(o, a, 0, n, st, fr, cx);
+    if (o.k == Value::K::Object && o.tag == "module")
+      if (auto c = classRef(o.text + "." + attr, cur_)) return constructRecord(*c, n, a, st, fr, cx);
     if (o.k == Value::K::Object && (o.tag == "self" || o.tag == "class")) {
       auto m = methods_.find(attr);
       if (m != methods_.end()) {

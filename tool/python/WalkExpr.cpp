@@ -59,8 +59,11 @@ Value Walker::lookup(const std::string& name, const State& st, TSNode at) {
   if (name == class_name_ && !class_name_.empty()) return vObject("class", name);
   if (cur_->aliases.count(name)) {
     std::string origin = resolveAlias(name);
+    // a class of a given file, imported by name (its constants, its records)
+    if (auto c = classRef(origin, cur_)) return *c;
     return vObject(origin == "os.environ" ? "environ" : "module", origin);
   }
+  if (auto c = classRef(name, cur_)) return *c;
   return unknown(at);
 }
 
@@ -301,7 +304,13 @@ Value Walker::evalAttribute(TSNode n, State& st, Frame& fr, Ctx& cx) {
     if (dv != spec_.platform_flags.end()) return dv->second ? vObject("module", d) : vNone();
   }
   Value o = eval(obj, st, fr, cx);
+  if (auto fv = recordField(o, attr)) return *fv;
+  if (o.k == Value::K::Object && o.tag == "pyclass") return classAttr(o, attr, n);
   if (o.k == Value::K::Object) {
+    if (o.tag == "module") {
+      // a class of a given file reached through a module (`policy.IpcVariant`)
+      if (auto c = classRef(o.text + "." + attr, cur_)) return *c;
+    }
     if (o.tag == "self") {
       auto it = st.attrs.find(attr);
       if (it != st.attrs.end() && it->second.k != Value::K::Undef) return it->second;

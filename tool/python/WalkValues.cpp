@@ -80,6 +80,14 @@ Value Walker::mergeRaw(const ExprPtr& c, const Value& a, const Value& b) {
         }
         break;
       case K::Object:
+        if (a.tag == "record" || b.tag == "record") {
+          if (a.tag == b.tag && a.text == b.text && a.fields == b.fields) {
+            Value r = a;
+            for (std::size_t i = 0; i < a.items.size(); ++i) r.items[i] = merge(c, a.items[i], b.items[i]);
+            return r;
+          }
+          break;
+        }
         if (a.tag == b.tag && a.text == b.text) return a;
         break;
       case K::Unknown:

@@ -293,6 +293,7 @@ model::Gate Walker::run() {
   if (files_.empty()) throw InputError("no Python file given");
   for (const auto& f : files_) checkBytes(f, limits_);
   for (const auto& f : files_) addModule(f, false);
+  if (spec_.class_names.empty() && spec_.policy.active()) return runPolicy();
 
   // The gate file: the first that defines a class the spec names (the first
   // such name in it).
@@ -549,6 +550,7 @@ void Walker::pruneTentative() {
   };
   add(gate_.admit);
   add(gate_.per_call);
+  add(gate_.bound);
   for (const auto& r : gate_.rejects) add(r.condition);
   for (const auto& r : gate_.admits) add(r.condition);
   // opaque symbols are listed for the gate's formulas only; env reads also

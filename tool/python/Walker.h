@@ -316,6 +316,25 @@ class Walker {
   void bindCtorParams(const std::vector<Param>& params, const std::vector<Value>& pos,
                       std::map<std::string, Value>& kw, TSNode at, State& st);
 
+  // --- records and classes of the given files (WalkRecords.cpp) --------------------
+  // A class a name leads to (a class of `from`, or one imported from a given
+  // file), as a "pyclass" object; nullopt when it leads to none.
+  std::optional<Value> classRef(const std::string& dotted, const Module* from);
+  Module* classModule(const Value& cls) const;
+  // Cls.NAME: a class-level constant (an enum member's value), else unknown.
+  Value classAttr(const Value& cls, const std::string& attr, TSNode at);
+  // Cls(...) for a dataclass or NamedTuple: a record of its annotated fields.
+  Value constructRecord(const Value& cls, TSNode call, const Args& a, State& st, Frame& fr, Ctx& cx);
+  // dataclasses.replace(r, f=v) / r._replace(f=v).
+  Value replaceRecord(const Value& rec, const Args& a, std::size_t first_kw_pos, TSNode call, State& st, Frame& fr,
+                      Ctx& cx);
+  // r.f, through merges; nullopt when `v` is no record (or lacks f on some path).
+  std::optional<Value> recordField(const Value& v, const std::string& f);
+  std::map<std::string, std::map<std::string, Value>> class_attr_memo_;
+
+  // --- policy gate (WalkPolicy.cpp) ------------------------------------------------
+  model::Gate runPolicy();
+
   // --- structure ----------------------------------------------------------------
   void pruneTentative();
   void checkSyntax(TSNode root);

@@ -180,7 +180,8 @@ std::string renderCell(const Page& page, const Result& r, const solve::CellVerdi
   std::vector<std::string> rule_ids;  // class rule-LG001 etc., once each
   for (size_t i = 0; i < r.findings.size(); ++i) {
     const auto& f = r.findings[i];
-    if (f.config.world_size != v.cell.world_size || f.config.full_nvlink != v.cell.full_nvlink) continue;
+    if (f.config.world_size != v.cell.world_size || (f.config.full_nvlink && *f.config.full_nvlink != v.cell.full_nvlink))
+      continue;
     marks += fmt::format("<a class=\"badge {}\" href=\"#{}f{}\">{}</a>", model::severityName(f.severity), unit, i + 1, esc(f.rule));
     if (std::find(rule_ids.begin(), rule_ids.end(), f.rule) == rule_ids.end()) rule_ids.push_back(f.rule);
   }
@@ -202,7 +203,7 @@ std::string renderCell(const Page& page, const Result& r, const solve::CellVerdi
       "<div class=\"bars\" title=\"message size, log scale 1 B .. 1 GiB\"><div class=\"bar\">{}</div><div class=\"bar\">{}</div></div>\n"
       "<ul class=\"parts\">\n{}</ul>{}</td>\n",
       cellId(unit, v.cell.world_size, v.cell.full_nvlink), solve::gateStateName(v.gate.state), gap ? " gap" : "", rules,
-      v.cell.world_size, v.cell.full_nvlink ? "yes" : "no", gate, adm_bar, bar,
+      v.cell.world_size, v.cell.nvlink_any ? "any" : v.cell.full_nvlink ? "yes" : "no", gate, adm_bar, bar,
       items.empty() ? "<li class=\"muted\">-</li>\n" : items, marks.empty() ? "" : "<div>" + marks + "</div>");
 }
 
@@ -216,7 +217,7 @@ std::string renderMatrix(const Page& page, const Result& r, const std::string& u
     rows += fmt::format("<tr><th class=\"ws\">ws {}</th>", ws);
     for (bool nv : {false, true}) {
       auto it = std::find_if(r.matrix.begin(), r.matrix.end(),
-                             [&](const solve::CellVerdict& v) { return v.cell.world_size == ws && v.cell.full_nvlink == nv; });
+                             [&](const solve::CellVerdict& v) { return v.cell.world_size == ws && (v.cell.nvlink_any || v.cell.full_nvlink == nv); });
       rows += it == r.matrix.end() ? "<td class=\"cell muted\">not computed</td>" : renderCell(page, r, *it, unit);
     }
     rows += "</tr>\n";

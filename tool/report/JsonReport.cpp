@@ -51,6 +51,11 @@ std::string renderJson(const Result& r) {
                 {"nbytes", f.config.nbytes ? json(*f.config.nbytes) : json(nullptr)},
                 {"env", env},
                 {"assumed", assumed}};
+    if (!f.config.values.empty()) {
+      json vals = json::object();
+      for (const auto& [k, v] : f.config.values) vals[k] = v;
+      cfg["values"] = vals;
+    }
     json locs = json::array();
     for (const auto& l : f.locations) locs.push_back(locJson(l));
     json jf = {{"rule", f.rule}, {"severity", model::severityName(f.severity)}, {"message", f.message},
@@ -94,7 +99,8 @@ std::string renderJson(const Result& r) {
       if (!p.when.empty()) d["when"] = p.when;
       dispatch.push_back(d);
     }
-    json m = {{"world_size", v.cell.world_size}, {"full_nvlink", v.cell.full_nvlink}, {"gate", gate}, {"dispatch", dispatch}};
+    json m = {{"world_size", v.cell.world_size}, {"full_nvlink", v.cell.nvlink_any ? json(nullptr) : json(v.cell.full_nvlink)},
+              {"gate", gate}, {"dispatch", dispatch}};
     if (v.undecided) m["undecided"] = v.undecided_reason;
     matrix.push_back(m);
   }

@@ -60,6 +60,7 @@ std::string configText(const model::Config& c) {
   if (c.world_size) s += fmt::format("world_size={}", *c.world_size);
   if (c.full_nvlink) s += fmt::format(" full_nvlink={}", *c.full_nvlink ? "true" : "false");
   if (c.nbytes) s += fmt::format(" nbytes={}", *c.nbytes);
+  for (const auto& [k, v] : c.values) s += fmt::format(" {}={}", k, v);
   for (const auto& [k, v] : c.env) s += v ? fmt::format(" {}={}", k, *v) : fmt::format(" {} unset", k);
   return s;
 }
@@ -132,9 +133,11 @@ std::string renderText(const Result& r, const TextOptions& o) {
       const auto& v = r.matrix[i];
       std::string mark;
       for (const auto& f : r.findings)
-        if (!f.suppressed && f.config.world_size == v.cell.world_size && f.config.full_nvlink == v.cell.full_nvlink)
+        if (!f.suppressed && f.config.world_size == v.cell.world_size &&
+            (!f.config.full_nvlink || *f.config.full_nvlink == v.cell.full_nvlink))
           mark += (mark.empty() ? "  <- " : ", ") + f.rule;
-      out += fmt::format("  {:<5} {:<6} {:<{}}  {}{}\n", v.cell.world_size, v.cell.full_nvlink ? "yes" : "no",
+      out += fmt::format("  {:<5} {:<6} {:<{}}  {}{}\n", v.cell.world_size,
+                         v.cell.nvlink_any ? "any" : v.cell.full_nvlink ? "yes" : "no",
                          gates[i], w, dispatchCell(v), paint("1;31", mark));
     }
     for (bool free : {true, false}) {

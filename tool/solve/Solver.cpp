@@ -306,7 +306,9 @@ struct Solver::Impl {
     Query& operator=(const Query&) = delete;
   };
 
-  z3::expr cellExpr(const Cell& c) { return ws == c.world_size && nvl == ctx.bool_val(c.full_nvlink); }
+  z3::expr cellExpr(const Cell& c) {
+    return c.nvlink_any ? ws == c.world_size : ws == c.world_size && nvl == ctx.bool_val(c.full_nvlink);
+  }
 
   z3::expr envUnset() {
     z3::expr r = ctx.bool_val(true);
@@ -450,6 +452,17 @@ struct Solver::Impl {
 Solver::Solver(const model::Gate& gate, const model::Dispatch& dispatch, Options options, model::ExprPtr flag_value)
     : gate_(gate), dispatch_(dispatch), impl_(std::make_unique<Impl>(options)) {
   Impl& I = *impl_;
+  {
+    bool nv = false;
+    auto mentions = [&](const model::ExprPtr& e) {
+      if (e)
+        for (const auto& v : model::varsOf(e)) nv = nv || v.name == model::kFullNvlink;
+    };
+    mentions(gate.predicate());
+    for (const auto& l : dispatch.leaves) mentions(l.condition);
+    mentions(flag_value);
+    reads_nvlink_ = nv;
+  }
   I.ws = I.var(model::kWorldSize, Sort::Int, VarKind::Config, Side::Python);
   I.nvl = I.var(model::kFullNvlink, Sort::Bool, VarKind::Config, Side::Python);
   I.nbytes = I.var(model::kNbytes, Sort::Int, VarKind::Config, Side::Python);
@@ -498,8 +511,13 @@ bool Solver::possible(const model::ExprPtr& e) {
 
 std::vector<Cell> Solver::cells() const {
   std::vector<Cell> out;
-  for (int w = impl_->opt.min_world_size; w <= impl_->opt.max_world_size; ++w)
+  for (int w = impl_->opt.min_world_size; w <= impl_->opt.max_world_size; ++w) {
+    if (!reads_nvlink_) {
+      out.push_back({w, false, true});
+      continue;
+    }
     for (bool n : {false, true}) out.push_back({w, n});
+  }
   return out;
 }
 
@@ -665,7 +683,16 @@ std::optional<Gap> Solver::computeGap(const Cell& c, GapKind kind) {
     if (cq.s.check() == z3::sat) m = cq.s.get_model();
   }
   g.counterexample.world_size = c.world_size;
-  g.counterexample.full_nvlink = c.full_nvlink;
+  if (!c.nvlink_any) g.counterexample.full_nvlink = c.full_nvlink;
+  // The other config variables the gate reads or hands down (a policy's
+  // inputs and outputs), as the counterexample has them.
+  for (const auto& v : model::varsOf(gate_.predicate()))
+    if (v.kind == VarKind::Config && v.sort == Sort::Int && v.name != model::kWorldSize && v.name != model::kNbytes &&
+        model::envNameOf(v.name).empty()) {
+      z3::expr x = m.eval(I.var(v.name, Sort::Int, VarKind::Config, Side::Python), true);
+      std::int64_t n = 0;
+      if (x.is_numeral_i64(n)) g.counterexample.values.push_back({v.name, n});
+    }
   g.counterexample.nbytes = g.sizes.lo;
   // Python-side probes the gap relies on, and (for a possible gap) the
   // uninterpreted terms' values it needs.

@@ -33,6 +33,9 @@ namespace layergate::solve {
 struct Cell {
   int world_size = 0;
   bool full_nvlink = false;
+  // Neither layer reads the NVLink flag (a policy gate over PCIe kernels):
+  // the cell stands for both values, and full_nvlink means nothing.
+  bool nvlink_any = false;
 };
 
 // Inclusive range of message sizes in bytes; hi == kUnbounded means no upper bound.
@@ -125,6 +128,8 @@ class Solver {
   Solver& operator=(const Solver&) = delete;
 
   std::vector<Cell> cells() const;
+  // Whether the gate, the dispatch or the flag's value mention full_nvlink.
+  bool readsNvlink() const { return reads_nvlink_; }
   // The configuration matrix, one verdict per cell (computed once, cached).
   const std::vector<CellVerdict>& matrix();
   // A config in `cell` that the gate admits and for which the dispatch can
@@ -144,6 +149,7 @@ class Solver {
   const model::Dispatch& dispatch() const { return dispatch_; }
 
  private:
+  bool reads_nvlink_ = true;
   std::optional<Gap> computeGap(const Cell& cell, GapKind kind);
   struct Impl;
   const model::Gate& gate_;

@@ -104,6 +104,28 @@ Target fromJson(const json& j, const std::string& origin) {
     t.python.platform_flags = mapOf<bool>(p, "platform_flags", origin);
     t.python.bool_env_helpers = strings(p, "bool_env_helpers", origin);
     t.python.env_modules = strings(p, "env_modules", origin);
+    const json& pol = object(p, "policy", origin);
+    t.python.policy.functions = strings(pol, "functions", origin);
+    t.python.policy.outputs = mapOf<std::string>(pol, "outputs", origin);
+    t.python.policy.nbytes_product = strings(pol, "nbytes", origin);
+    const json& ins = object(pol, "inputs", origin);
+    for (auto it = ins.begin(); it != ins.end(); ++it) {
+      const std::string where = origin + ": \"python.policy.inputs." + it.key() + "\"";
+      if (!it.value().is_object()) throw InputError(where + " must be an object {\"var\", \"values\" | \"min\", \"max\"}");
+      PythonGateSpec::PolicyInput in;
+      in.param = it.key();
+      in.var = it.value().value("var", it.key());
+      if (it.value().contains("values")) {
+        if (!it.value().at("values").is_array()) throw InputError(where + ".values must be a list of integers");
+        for (const auto& x : it.value().at("values")) {
+          if (!x.is_number_integer()) throw InputError(where + ".values must be a list of integers");
+          in.values.push_back(x.get<std::int64_t>());
+        }
+      }
+      if (it.value().contains("min")) in.min = it.value().at("min").get<std::int64_t>();
+      if (it.value().contains("max")) in.max = it.value().at("max").get<std::int64_t>();
+      t.python.policy.inputs.push_back(std::move(in));
+    }
 
     const json& c = object(j, "cpp", origin);
     t.cpp.class_names = strings(c, "classes", origin);
@@ -114,8 +136,8 @@ Target fromJson(const json& j, const std::string& origin) {
     throw InputError(origin + ": bad target description: " + e.what());
   }
   // cpp.classes may be empty: the dispatch is then a namespace-scope function.
-  if (t.python.class_names.empty() || t.cpp.dispatch_functions.empty())
-    throw InputError(origin + ": a target needs python.classes and cpp.dispatch_functions");
+  if ((t.python.class_names.empty() && !t.python.policy.active()) || t.cpp.dispatch_functions.empty())
+    throw InputError(origin + ": a target needs python.classes (or python.policy.functions) and cpp.dispatch_functions");
   return t;
 }
 

@@ -5,7 +5,9 @@
 // that concerns them; nothing here is specific to one fixture or one project.
 #pragma once
 
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +28,22 @@ struct PythonGateSpec {
   std::vector<std::string> bool_env_helpers;
   // Modules whose attributes are env vars (envs.NAME, envs.NAME.get()).
   std::vector<std::string> env_modules;
+  // A policy gate (issue 13): a module-level function whose return value is
+  // the gate (None: not admitted) and whose record fields are the values it
+  // hands down (a kernel variant, a block count). Empty: a class gate.
+  struct PolicyInput {
+    std::string param;                 // the function's parameter
+    std::string var;                   // the config variable it is ("world_size", "numel")
+    std::vector<std::int64_t> values;  // the values a caller passes (empty: any within min/max)
+    std::optional<std::int64_t> min, max;
+  };
+  struct Policy {
+    std::vector<std::string> functions;         // "get_pcie_ipc_launch_config"
+    std::vector<PolicyInput> inputs;
+    std::map<std::string, std::string> outputs; // record field -> config variable the C++ receives
+    std::vector<std::string> nbytes_product;    // parameters whose product is the message size
+    bool active() const { return !functions.empty(); }
+  } policy;
 };
 
 struct CppDispatchSpec {

@@ -141,7 +141,14 @@ struct cudaPointerAttributes { enum cudaMemoryType type; int device; void* devic
 typedef struct cudaIpcMemHandle_st { char reserved[CUDA_IPC_HANDLE_SIZE]; } cudaIpcMemHandle_t;
 typedef struct cudaIpcEventHandle_st { char reserved[CUDA_IPC_HANDLE_SIZE]; } cudaIpcEventHandle_t;
 struct cudaDeviceProp { char name[256]; int major; int minor; int multiProcessorCount; size_t totalGlobalMem; int warpSize; };
-struct cudaLaunchConfig_t { dim3 gridDim; dim3 blockDim; size_t dynamicSmemBytes; cudaStream_t stream; void* attrs; unsigned numAttrs; };
+enum cudaLaunchAttributeID {
+  cudaLaunchAttributeCooperative = 2, cudaLaunchAttributeProgrammaticStreamSerialization = 6,
+  cudaLaunchAttributeProgrammaticEvent = 7
+};
+union cudaLaunchAttributeValue { int cooperative; unsigned programmaticStreamSerializationAllowed; char pad[64]; };
+struct cudaLaunchAttribute { enum cudaLaunchAttributeID id; union cudaLaunchAttributeValue val; };
+typedef struct cudaLaunchAttribute cudaLaunchAttribute_t;
+struct cudaLaunchConfig_t { dim3 gridDim; dim3 blockDim; size_t dynamicSmemBytes; cudaStream_t stream; cudaLaunchAttribute* attrs; unsigned numAttrs; };
 
 extern "C" {
 cudaError_t cudaGetLastError(void);

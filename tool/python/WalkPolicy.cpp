@@ -1,0 +1,149 @@
+// A policy gate (issue 13): a module-level function whose return value is the
+// admission (None: another backend runs) and whose record's fields are what
+// it hands down to the C++ entry. FlashInfer's get_pcie_ipc_launch_config
+// (world size, numel, ...) -> IpcLaunchConfig(blocks, threads, variant) | None
+// is the shape. The target names the function, which of its parameters are
+// which config variables (with the values callers pass), and which fields the
+// C++ side receives as which variables; everything else is walked as for a
+// class gate (helpers inlined across the given files, constants folded).
+#include "model/Errors.h"
+#include "python/Walker.h"
+
+namespace layergate::python::detail {
+
+model::Gate Walker::runPolicy() {
+  const auto& pol = spec_.policy;
+  // The policy's file: the first that defines one of the functions named.
+  const FuncInfo* fi = nullptr;
+  std::string fname;
+  for (auto& m : mods_) {
+    checkSyntax(m->root);
+    collectDecls(*m);
+  }
+  for (auto& m : mods_) {
+    for (const auto& f : pol.functions) {
+      auto it = m->funcs.find(f);
+      if (it == m->funcs.end()) continue;
+      fi = &it->second;
+      fname = f;
+      gate_mod_ = m.get();
+      break;
+    }
+    if (fi) break;
+  }
+  if (!fi) {
+    std::string looked, paths;
+    for (const auto& n : pol.functions) looked += (looked.empty() ? "" : ", ") + n;
+    for (const auto& f : files_) paths += (paths.empty() ? "" : ", ") + f.path;
+    throw InputError(paths + ": no policy function " + looked + " defined at module level");
+  }
+  cur_ = gate_mod_;
+  followImports();
+  class_name_.clear();
+  gate_.class_name = fname;
+  gate_.class_loc = loc(field(fi->node, "name"), "gate");
+  gate_.enabling = loc(field(fi->node, "name"), "enabling");
+  for (const auto& f : files_) gate_.files.push_back(f.path);
+  {
+    gate_mod_->walked = 1;
+    State st;
+    Frame fr{Frame::Kind::Module};
+    walkBlock(gate_mod_->root, st, fr);
+    gate_mod_->globals = st.locals;
+    gate_mod_->walked = 2;
+  }
+  cur_ = gate_mod_;
+
+  // Parameters: the config variables the target names, else their defaults,
+  // else unknowns (code we do not know the value of: not free).
+  auto params = parseParams(field(fi->node, "parameters"));
+  State st;
+  ExprPtr domain = model::True();
+  std::map<std::string, ExprPtr> by_param;
+  for (const auto& p : params) {
+    const target::PythonGateSpec::PolicyInput* in = nullptr;
+    for (const auto& x : pol.inputs)
+      if (x.param == p.name) in = &x;
+    if (in) {
+      ExprPtr v = model::Var(in->var, Sort::Int, VarKind::Config);
+      by_param[p.name] = v;
+      Value val = vInt(v);
+      val.origin.push_back(hop("policy input", p.node));
+      st.locals[p.name] = val;
+      if (!in->values.empty()) {
+        std::vector<ExprPtr> alts;
+        for (auto x : in->values) alts.push_back(model::Cmp(Op::Eq, v, model::IntC(x)));
+        domain = model::And(domain, model::OrAll(alts));
+      }
+      if (in->min) domain = model::And(domain, model::Cmp(Op::Ge, v, model::IntC(*in->min)));
+      if (in->max) domain = model::And(domain, model::Cmp(Op::Le, v, model::IntC(*in->max)));
+    } else if (p.has_default) {
+      st.locals[p.name] = defaultValue(p);
+      note("policy " + fname + ": parameter " + p.name + " takes its default");
+    } else {
+      st.locals[p.name] = paramUnknown(p.name, p.node);
+    }
+  }
+  if (!pol.nbytes_product.empty()) {
+    ExprPtr prod;
+    for (const auto& n : pol.nbytes_product) {
+      auto it = by_param.find(n);
+      if (it == by_param.end())
+        throw InputError(gate_mod_->file->path + ": the target's policy.nbytes names " + n + ", which is not an input of " + fname);
+      prod = prod ? model::Arith(Op::Mul, prod, it->second) : it->second;
+    }
+    domain = model::And(domain, model::Cmp(Op::Eq, model::Var(model::kNbytes, Sort::Int, VarKind::Config), prod));
+  }
+
+  Frame fr{Frame::Kind::Helper};
+  call_stack_.push_back(fi->node.id);
+  walkBlock(field(fi->node, "body"), st, fr);
+  call_stack_.pop_back();
+  std::vector<Exit> exits = fr.returns;
+  if (!st.dead()) exits.push_back(Exit{st.full(), vNone(), st.attrs, TSNode{}});
+
+  // Admitted: the paths that return something other than None; each output
+  // is the returned record's field on those paths.
+  std::vector<ExprPtr> adm;
+  std::map<std::string, std::vector<std::pair<ExprPtr, Value>>> outs;
+  for (const auto& x : exits) {
+    TSNode site = ts_node_is_null(x.node) ? fi->node : x.node;
+    ExprPtr a = model::And(x.cond, model::Not(isNone(x.value, site)));
+    if (model::isFalse(a)) continue;
+    adm.push_back(a);
+    model::GateCheck g;
+    g.condition = a;
+    g.text = shortText(site);
+    g.where = loc(site, "admit");
+    gate_.admits.push_back(g);
+    for (const auto& [fieldname, var] : pol.outputs) {
+      auto fv = recordField(x.value, fieldname);
+      outs[fieldname].push_back({a, fv ? *fv : unknown(site)});
+    }
+  }
+  gate_.admit = model::And(domain, model::OrAll(adm));
+  gate_.per_call = model::True();
+  gate_.has_per_call = false;
+  for (const auto& [fieldname, var] : pol.outputs) {
+    const auto& vs = outs[fieldname];
+    if (vs.empty()) continue;
+    // The value on the admitted paths, the last one as the default arm.
+    Value v = vs.back().second;
+    for (std::size_t i = vs.size() - 1; i-- > 0;) v = merge(vs[i].first, vs[i].second, v);
+    model::GateOutput o;
+    o.var = var;
+    o.field = fieldname;
+    o.value = asInt(v);
+    if (!o.value) o.value = materialize(v, Sort::Int);
+    o.origin = v.origin;
+    o.where = gate_.admits.empty() ? gate_.enabling : gate_.admits.back().where;
+    gate_.bound = model::And(gate_.bound, model::Cmp(Op::Eq, model::Var(var, Sort::Int, VarKind::Config), o.value));
+    gate_.outputs.push_back(std::move(o));
+  }
+  gate_.guard_site.found = false;
+  gate_.guard_site.why = "the gate is the policy function " + fname + "; no guard is written into a policy";
+  pruneTentative();
+  return gate_;
+}
+
+}  // namespace layergate::python::detail
