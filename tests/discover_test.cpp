@@ -180,10 +180,23 @@ TEST_F(Tree, BundledLayoutsInheritTheGenericDescription) {
   auto t = targets();
   std::vector<std::string> names;
   for (const auto& x : t) names.push_back(x.name);
-  for (const char* n : {"custom-allreduce", "sglang-sgl-kernel", "sglang-vllm-ops", "vllm-csrc", "vllm-libtorch-stable",
-                        "vendored-flashinfer", "vllm-fork-aphrodite", "sglang-trt-reduce"})
-    EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
+  const std::vector<std::string> v1 = {"custom-allreduce", "sglang-sgl-kernel", "sglang-vllm-ops", "vllm-csrc",
+                                        "vllm-libtorch-stable", "vendored-flashinfer", "vllm-fork-aphrodite",
+                                        "sglang-trt-reduce"};
+  for (const auto& n : v1) EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
+  // The 2026 gates (issue 13): a policy gate, and the layouts found but not modelled yet.
   for (const auto& x : t) {
+    if (x.name == "flashinfer-pcie-ipc") {
+      EXPECT_TRUE(x.python.class_names.empty());
+      EXPECT_EQ(x.python.policy.functions, std::vector<std::string>{"get_pcie_ipc_launch_config"});
+      EXPECT_EQ(x.python.policy.outputs.at("variant"), "variant");
+      EXPECT_EQ(x.cpp.members.at("variant"), "variant");
+      EXPECT_TRUE(x.unmodelled.empty());
+    }
+    if (x.name == "sglang-custom-ar-v2" || x.name == "quick-allreduce") EXPECT_FALSE(x.unmodelled.empty()) << x.name;
+  }
+  for (const auto& x : t) {
+    if (std::find(v1.begin(), v1.end(), x.name) == v1.end()) continue;
     EXPECT_EQ(x.python.probes.at("is_full_nvlink"), "full_nvlink") << x.name;
     if (x.name == "sglang-trt-reduce") {
       // a free function template: no class, the ranks per node are the world size
@@ -432,9 +445,18 @@ TEST_F(Tree, SglangAotLayoutTakesItsChainAndNotTheJitHeader) {
   fs::remove(root_ / (aot + "csrc/allreduce/custom_all_reduce.cuh"));
   r = discover::discover(root_.string(), targets());
   EXPECT_TRUE(r.units.empty());
-  ASSERT_EQ(r.rejected.size(), 1u);
-  EXPECT_EQ(r.rejected[0].file, "python/sglang/kernels/jit/csrc/distributed/custom_all_reduce.cuh");
-  EXPECT_EQ(r.rejected[0].reason, "no class CustomAllreduce or CustomAllReduce");
+  // (The JIT header is CustomAllReduceV2's dispatch by its path, so it is not
+  // "rejected"; without custom_all_reduce_v2.py there is no V2 unit either.)
+  EXPECT_TRUE(r.rejected.empty());
+  // With the V2 gate beside it: a V2 unit, which `check` reports as present
+  // and not analysed (no model yet).
+  put(root_ / "python/sglang/srt/distributed/device_communicators/custom_all_reduce_v2.py",
+      "class CustomAllReduceV2:\n    pass\n");
+  r = discover::discover(root_.string(), targets());
+  ASSERT_EQ(r.units.size(), 1u);
+  EXPECT_EQ(r.units[0].target, "sglang-custom-ar-v2");
+  EXPECT_EQ(r.units[0].cpp_files,
+            std::vector<std::string>{"python/sglang/kernels/jit/csrc/distributed/custom_all_reduce.cuh"});
 }
 
 // Aphrodite (a vLLM fork): kernels/all_reduce/ in 2024, aphrodite_kernels/csrc/
@@ -611,4 +633,52 @@ TEST_F(Tree, EarlySglangTreeOnTrtReduceIsAnalysedWithItsOpChoice) {
   bool said = false;
   for (const auto& n : r.gate.notes) said |= n.find("not checked") != std::string::npos && n.find("take_other_ops") != std::string::npos;
   EXPECT_TRUE(said);
+}
+
+// A FlashInfer-shaped tree (issue 13): the PCIe IPC policy and its header are
+// found by the flashinfer-pcie-ipc layout and analysed as a policy gate; the
+// planted variant gives its one error. A V2 gate beside them is present and
+// not analysed: said in every format, never counted as clean.
+TEST_F(Tree, PolicyGateIsFoundAndAnUnmodelledOneIsSaid) {
+  fs::copy(fs::path(LAYERGATE_FIXTURES) / "flashinfer-pcie-ipc-flat4", root_, fs::copy_options::recursive);
+  fs::remove(root_ / "expect.json");
+  fs::remove(root_ / "golden.txt");
+  noise(root_);
+  driver::ScanRequest req;
+  req.root = root_.string();
+  auto s = driver::scan(req);
+  ASSERT_EQ(s.results.size(), 1u);
+  EXPECT_EQ(s.results[0].target, "flashinfer-pcie-ipc");
+  ASSERT_EQ(s.results[0].findings.size(), 1u);
+  EXPECT_EQ(s.results[0].findings[0].rule, "LG001");
+  EXPECT_EQ(s.results[0].findings[0].config.world_size, 4);
+  EXPECT_TRUE(s.unanalysed.empty());
+
+  put(root_ / "python/sglang/srt/distributed/device_communicators/custom_all_reduce_v2.py",
+      "class CustomAllReduceV2:\n    pass\n");
+  put(root_ / "python/sglang/kernels/jit/csrc/distributed/custom_all_reduce.cuh", "struct PushKernel {};\n");
+  s = driver::scan(req);
+  ASSERT_EQ(s.results.size(), 1u);
+  ASSERT_EQ(s.unanalysed.size(), 1u);
+  EXPECT_EQ(s.unanalysed[0].unit.target, "sglang-custom-ar-v2");
+  EXPECT_TRUE(s.unanalysed[0].unmodelled);
+  report::TextOptions o;
+  std::string text = driver::renderScanText(s, o);
+  EXPECT_NE(text.find("(target sglang-custom-ar-v2) is present and NOT analysed"), std::string::npos) << text;
+  EXPECT_NE(text.find("; 1 not analysed"), std::string::npos) << text;
+  auto j = nlohmann::json::parse(driver::renderScanJson(s));
+  EXPECT_EQ(j["summary"]["not_analysed"], 1);
+  EXPECT_EQ(j["not_analysed"][0]["kind"], "no model");
+  auto sarif = nlohmann::json::parse(driver::renderScanSarif(s));
+  EXPECT_EQ(sarif["runs"][0]["invocations"][0]["toolExecutionNotifications"][0]["level"], "warning");
+
+  // Only the unmodelled gate: nothing analysed, a one-line error (exit 2).
+  fs::remove_all(root_ / "flashinfer");
+  fs::remove_all(root_ / "include");
+  try {
+    driver::scan(req);
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("is present but not analysed"), std::string::npos) << e.what();
+  }
 }

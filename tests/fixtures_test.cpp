@@ -11,6 +11,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -85,7 +86,8 @@ TEST_P(Fixture, VerdictMatchesExpectAndGolden) {
                 cell ? f.config.full_nvlink.value_or(false) : false});
   }
   for (const auto& e : expect["findings"])
-    want.insert({e["rule"].get<std::string>(), e.value("world_size", 0), e.value("full_nvlink", false)});
+    want.insert({e["rule"].get<std::string>(), e.value("world_size", 0),
+                 e.contains("full_nvlink") && e["full_nvlink"].is_boolean() && e["full_nvlink"].get<bool>()});
   EXPECT_EQ(got, want) << report::renderText(r);
 
   for (const auto& e : expect["findings"]) {
@@ -109,8 +111,18 @@ TEST_P(Fixture, VerdictMatchesExpectAndGolden) {
           }
         continue;
       }
-      if (f.config.world_size != e["world_size"].get<int>() || f.config.full_nvlink != e["full_nvlink"].get<bool>())
-        continue;
+      // "full_nvlink": null: a cell neither layer's NVLink flag decides.
+      std::optional<bool> nv;
+      if (!e["full_nvlink"].is_null()) nv = e["full_nvlink"].get<bool>();
+      if (f.config.world_size != e["world_size"].get<int>() || f.config.full_nvlink != nv) continue;
+      // "values": what a policy gate hands down (and its inputs) in the counterexample.
+      if (e.contains("values"))
+        for (auto it = e["values"].begin(); it != e["values"].end(); ++it) {
+          auto hit = std::find_if(f.config.values.begin(), f.config.values.end(),
+                                  [&](const auto& kv) { return kv.first == it.key(); });
+          ASSERT_NE(hit, f.config.values.end()) << f.message << " lacks " << it.key();
+          EXPECT_EQ(hit->second, it.value().get<std::int64_t>()) << it.key();
+        }
       // The counterexample's env: exactly the variables expect.json names,
       // each with an accepted value ("1"; any of env_any_of; or, for
       // {"int_at_least": N}, a number >= N). Unset variables may be listed.

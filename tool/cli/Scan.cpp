@@ -97,6 +97,13 @@ ScanResult scan(const ScanRequest& req) {
   std::string first_error;
   InDirectory in(req.root);
   for (const auto& u : found.units) {
+    auto t = std::find_if(targets.begin(), targets.end(), [&](const target::Target& x) { return x.name == u.target; });
+    if (t != targets.end() && !t->unmodelled.empty()) {
+      out.unanalysed.push_back({u, t->unmodelled, true});
+      if (first_error.empty())
+        first_error = filesText(u) + " (target " + u.target + ") is present but not analysed: " + t->unmodelled;
+      continue;
+    }
     Request r = base;
     r.target = u.target;
     r.python_files = u.python_files;
@@ -109,6 +116,7 @@ ScanResult scan(const ScanRequest& req) {
     } catch (const InputError& e) {
       if (first_error.empty()) first_error = e.what();
       out.notes.push_back(fmt::format("{} (target {}) not analysed: {}", filesText(u), u.target, e.what()));
+      out.unanalysed.push_back({u, e.what(), false});
     }
   }
   if (out.results.empty()) throw InputError(first_error);
@@ -129,14 +137,19 @@ std::string renderScanText(const ScanResult& s, const report::TextOptions& o) {
     out += report::renderText(s.results[i], o);
   }
   for (const auto& n : s.notes) out += fmt::format("layergate: note: {}\n", n);
-  if (s.results.size() > 1) {
+  for (const auto& x : s.unanalysed)
+    if (x.unmodelled)  // (a stopped analysis has its note above)
+      out += fmt::format("layergate: warning: {} (target {}) is present and NOT analysed: {}\n", filesText(x.unit),
+                         x.unit.target, x.reason);
+  if (s.results.size() > 1 || !s.unanalysed.empty()) {
     int errors = countAtLeast(s, model::Severity::Error);
     int warnings = countAtLeast(s, model::Severity::Warning) - errors;
     int suppressed = 0, baselined = 0;
     for (const auto& r : s.results) suppressed += report::countSuppressed(r), baselined += r.baselined;
-    out += fmt::format("\nin all, {} gate{}: {} error{}, {} warning{}{}\n", s.results.size(),
+    out += fmt::format("\nin all, {} gate{}: {} error{}, {} warning{}{}{}\n", s.results.size(),
                        s.results.size() == 1 ? "" : "s", errors, errors == 1 ? "" : "s", warnings,
-                       warnings == 1 ? "" : "s", report::suppressedText(suppressed, baselined));
+                       warnings == 1 ? "" : "s", report::suppressedText(suppressed, baselined),
+                       s.unanalysed.empty() ? "" : fmt::format("; {} not analysed", s.unanalysed.size()));
   }
   return out;
 }
@@ -151,12 +164,21 @@ std::string renderScanJson(const ScanResult& s) {
   int errors = countAtLeast(s, model::Severity::Error);
   int suppressed = 0, baselined = 0;
   for (const auto& r : s.results) suppressed += report::countSuppressed(r), baselined += r.baselined;
+  json unanalysed = json::array();
+  for (const auto& x : s.unanalysed)
+    unanalysed.push_back({{"target", x.unit.target},
+                          {"python_files", x.unit.python_files},
+                          {"cpp_files", x.unit.cpp_files},
+                          {"reason", x.reason},
+                          {"kind", x.unmodelled ? "no model" : "stopped"}});
   json out = {{"tool", {{"name", "layergate"}, {"version", LAYERGATE_VERSION}}},
               {"analyses", analyses},
+              {"not_analysed", unanalysed},
               {"notes", s.notes},
               {"summary", {{"errors", errors},
                            {"warnings", countAtLeast(s, model::Severity::Warning) - errors},
                            {"suppressed", suppressed},
+                           {"not_analysed", s.unanalysed.size()},
                            {"baselined", baselined}}}};
   return out.dump(2) + "\n";
 }
@@ -174,6 +196,20 @@ std::string renderScanSarif(const ScanResult& s) {
   for (size_t i = 1; i < s.results.size(); ++i) {
     json more = json::parse(report::renderSarif(s.results[i]));
     for (auto& r : more["runs"][0]["results"]) results.push_back(std::move(r));
+  }
+  // Units found and not analysed: tool execution notifications (SARIF 2.1.0
+  // §3.20.21), so that code scanning shows the run as incomplete, not clean.
+  if (!s.unanalysed.empty()) {
+    json notes = json::array();
+    for (const auto& x : s.unanalysed) {
+      json locs = json::array();
+      for (const auto& f : x.unit.python_files)
+        locs.push_back({{"physicalLocation", {{"artifactLocation", {{"uri", f}}}}}});
+      notes.push_back({{"level", x.unmodelled ? "warning" : "error"},
+                       {"message", {{"text", filesText(x.unit) + " (target " + x.unit.target + ") not analysed: " + x.reason}}},
+                       {"locations", locs}});
+    }
+    out["runs"][0]["invocations"] = json::array({{{"executionSuccessful", true}, {"toolExecutionNotifications", notes}}});
   }
   return out.dump(2) + "\n";
 }

@@ -24,6 +24,14 @@ struct ScanResult {
   std::vector<discover::Unit> units;    // the units analysed
   std::vector<report::Result> results;  // one per unit, same order
   std::vector<std::string> notes;       // discovery notes, units that could not be analysed
+  // Units found and not analysed: a target layergate has no model of yet, or
+  // an analysis that stopped (bad input); with the reason. Never clean.
+  struct Unanalysed {
+    discover::Unit unit;
+    std::string reason;
+    bool unmodelled = false;  // true: no model yet; false: the analysis stopped
+  };
+  std::vector<Unanalysed> unanalysed;
 };
 
 ScanResult scan(const ScanRequest& request);

@@ -84,6 +84,7 @@ Target fromJson(const json& j, const std::string& origin) {
     t.description = j.value("description", "");
     t.platform = j.value("platform", "cuda");
     t.extends = j.value("extends", "");
+    t.unmodelled = j.value("unmodelled", "");
     const json& d = object(j, "discovery", origin);
     t.discovery.python_paths = strings(d, "python", origin);
     t.discovery.cpp_paths = strings(d, "cpp", origin);
@@ -136,7 +137,7 @@ Target fromJson(const json& j, const std::string& origin) {
     throw InputError(origin + ": bad target description: " + e.what());
   }
   // cpp.classes may be empty: the dispatch is then a namespace-scope function.
-  if ((t.python.class_names.empty() && !t.python.policy.active()) || t.cpp.dispatch_functions.empty())
+  if (t.unmodelled.empty() && ((t.python.class_names.empty() && !t.python.policy.active()) || t.cpp.dispatch_functions.empty()))
     throw InputError(origin + ": a target needs python.classes (or python.policy.functions) and cpp.dispatch_functions");
   return t;
 }

@@ -88,6 +88,10 @@ struct Target {
   Discovery discovery;
   PythonGateSpec python;
   CppDispatchSpec cpp;
+  // A layered gate whose files discovery recognises but that layergate has no
+  // model of yet ("unmodelled": why). `check DIR` says it is present and not
+  // analysed, never that it is clean.
+  std::string unmodelled;
 };
 
 // Throws InputError with the file name and the JSON problem. A file with
