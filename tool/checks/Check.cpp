@@ -112,7 +112,8 @@ model::Finding gapFinding(const RuleInfo& rule, const solve::Gap& gap, const Che
     for (const auto& o : ctx.gate.outputs)
       for (const auto& [k, v] : gap.counterexample.values)
         if (k == o.var) handed += (handed.empty() ? "" : ", ") + o.var + "=" + std::to_string(v);
-    f.message = cellText(gap.cell) + ": the Python policy " + ctx.gate.class_name + " admits " + gap.sizes.str() +
+    f.message = cellText(gap.cell) + ": the Python " + (ctx.gate.policy ? "policy " : "gate ") + ctx.gate.class_name +
+                " admits " + gap.sizes.str() +
                 when + (handed.empty() ? "" : " and hands down " + handed) + ", but " + what;
   }
   if (!gap.certain) {

@@ -207,6 +207,7 @@ struct Gate {
   // output's config variable equals its value.
   std::vector<GateOutput> outputs;
   ExprPtr bound = True();
+  bool policy = false;  // the gate is a policy function (class_name holds its name), not a class
   // admit AND per_call (within scope, outputs bound): what LG001/LG002 query.
   ExprPtr predicate() const { return And(And(And(admit, per_call), scope), bound); }
   // `assert` conditions on the gate's paths (reached -> condition): invariants

@@ -305,6 +305,8 @@ Value Walker::evalAttribute(TSNode n, State& st, Frame& fr, Ctx& cx) {
   }
   Value o = eval(obj, st, fr, cx);
   if (auto fv = recordField(o, attr)) return *fv;
+  // An Enum member is its value here (IntEnum members are ints): m.value is m.
+  if (attr == "value" && o.k == Value::K::Int) return o;
   if (o.k == Value::K::Object && o.tag == "pyclass") return classAttr(o, attr, n);
   if (o.k == Value::K::Object) {
     if (o.tag == "module") {
@@ -365,6 +367,8 @@ Value Walker::evalSubscript(TSNode n, State& st, Frame& fr, Ctx& cx) {
   if (subs.size() != 2) return unknown(n);
   Value o = eval(obj, st, fr, cx);
   Value i = eval(subs[1], st, fr, cx);
+  if (o.k == Value::K::Object && o.tag == "pyclass" && (i.k == Value::K::Str || i.k == Value::K::Merge))
+    return enumByName(o, i, n, cx);
   if (o.k == Value::K::Object && o.tag == "environ" && i.k == Value::K::Str && i.e->op == Op::StrConst) {
     const std::string& name = i.e->s;
     envRead(name, n);

@@ -41,6 +41,7 @@ model::Gate Walker::runPolicy() {
   followImports();
   class_name_.clear();
   gate_.class_name = fname;
+  gate_.policy = true;
   gate_.class_loc = loc(field(fi->node, "name"), "gate");
   gate_.enabling = loc(field(fi->node, "name"), "enabling");
   for (const auto& f : files_) gate_.files.push_back(f.path);

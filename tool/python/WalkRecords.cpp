@@ -71,9 +71,31 @@ Value Walker::classAttr(const Value& cls, const std::string& attr, TSNode at) {
       memo[n] = v;
     }
   }
+  if (attr == "__members__") {  // an Enum's members by name (`name in Cls.__members__`)
+    std::vector<Value> names;
+    for (const auto& [n, v] : memo)
+      if (n != "\x01" && n.rfind("_", 0) != 0) names.push_back(vStr(model::StrC(n)));
+    return vList(std::move(names));
+  }
   auto it = memo.find(attr);
   if (it != memo.end() && it->second.k != Value::K::Undef) return it->second;
   return unknown(at);
+}
+
+Value Walker::enumByName(const Value& cls, const Value& name, TSNode at, Ctx& cx) {
+  classAttr(cls, "__members__", at);  // walks the class body once
+  const auto& memo = class_attr_memo_[cls.name + ":" + cls.text];
+  Value r = unknown(at);
+  ExprPtr matched = model::False();
+  for (const auto& [n, v] : memo) {
+    if (n == "\x01" || n.rfind("_", 0) == 0) continue;
+    ExprPtr eq = strEq(name, vStr(model::StrC(n)));
+    r = merge(eq, v, r);
+    matched = model::Or(matched, eq);
+  }
+  // KeyError for any other name.
+  cx.raises = model::Or(cx.raises, model::And(cx.guard, model::Not(matched)));
+  return r;
 }
 
 Value Walker::constructRecord(const Value& cls, TSNode call, const Args& a, State& st, Frame& fr, Ctx& cx) {

@@ -156,7 +156,12 @@ std::string Walker::deferredEntry(TSNode en) {
   if (holder.empty()) return "";
   std::string cur = holder;
   std::set<std::string> seen{cur};
+  auto init = methods_.find("__init__");
   for (;;) {
+    // The constructor itself calls it (SGLang's quick all-reduce ends its
+    // __init__ with self.init_quick_all_reduce()): the constructor's walk
+    // inlines that call, so nothing runs after the constructor.
+    if (init != methods_.end() && text(init->second.node).find("self." + cur + "(") != std::string::npos) return "";
     std::string caller;
     for (auto& [name, fi] : methods_) {
       if (name == "__init__" || seen.count(name)) continue;
@@ -482,6 +487,25 @@ model::Gate Walker::run() {
       }
     }
     admitFrom(exits);
+  }
+
+  // Values handed down: the attributes the target names, as the admitted
+  // paths leave them.
+  for (const auto& [attr, var] : spec_.outputs) {
+    auto it = snapshot.find(attr);
+    if (it == snapshot.end() || it->second.k == Value::K::Undef) {
+      note("self." + attr + " (handed down as " + var + ") is never set on an admitted path");
+      continue;
+    }
+    model::GateOutput o;
+    o.var = var;
+    o.field = class_name_ + "." + attr;
+    o.value = asInt(it->second);
+    if (!o.value) o.value = materialize(it->second, Sort::Int);
+    o.origin = it->second.origin;
+    o.where = gate_.enabling;
+    gate_.bound = model::And(gate_.bound, model::Cmp(Op::Eq, model::Var(var, Sort::Int, VarKind::Config), o.value));
+    gate_.outputs.push_back(std::move(o));
   }
 
   // Per-call predicate.

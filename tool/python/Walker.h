@@ -323,6 +323,8 @@ class Walker {
   Module* classModule(const Value& cls) const;
   // Cls.NAME: a class-level constant (an enum member's value), else unknown.
   Value classAttr(const Value& cls, const std::string& attr, TSNode at);
+  // Cls[name] for an Enum: the member whose name is `name` (KeyError otherwise).
+  Value enumByName(const Value& cls, const Value& name, TSNode at, Ctx& cx);
   // Cls(...) for a dataclass or NamedTuple: a record of its annotated fields.
   Value constructRecord(const Value& cls, TSNode call, const Args& a, State& st, Frame& fr, Ctx& cx);
   // dataclasses.replace(r, f=v) / r._replace(f=v).

@@ -28,6 +28,10 @@ struct PythonGateSpec {
   std::vector<std::string> bool_env_helpers;
   // Modules whose attributes are env vars (envs.NAME, envs.NAME.get()).
   std::vector<std::string> env_modules;
+  // Values a class gate hands down (issue 13): self attribute as the
+  // constructor leaves it on the admitted paths -> the config variable the C++
+  // side reads (quick all-reduce's qr_quant_level -> quant_level).
+  std::map<std::string, std::string> outputs;
   // A policy gate (issue 13): a module-level function whose return value is
   // the gate (None: not admitted) and whose record fields are the values it
   // hands down (a kernel variant, a block count). Empty: a class gate.

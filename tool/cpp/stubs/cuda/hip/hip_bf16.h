@@ -1,3 +1,5 @@
-// layergate stub: HIP builds are not analysed; CUDA declarations stand in.
+// layergate stub of <hip/hip_bf16.h>: HIP's bfloat16 types as the CUDA stubs' ones.
 #pragma once
-#include "../../layergate_cuda_prelude.h"
+#include <cuda_bf16.h>
+typedef __nv_bfloat16 __hip_bfloat16;
+typedef __nv_bfloat162 __hip_bfloat162;

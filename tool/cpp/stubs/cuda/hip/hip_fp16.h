@@ -1,3 +1,3 @@
-// layergate stub: HIP builds are not analysed; CUDA declarations stand in.
+// layergate stub of <hip/hip_fp16.h>: HIP's half types as the CUDA stubs' ones.
 #pragma once
-#include "../../layergate_cuda_prelude.h"
+#include <cuda_fp16.h>
