@@ -15,7 +15,7 @@
 namespace layergate::fix {
 namespace {
 
-constexpr const char* kMark = "/* layergate LG001 (unsafe fix): no NVLink here; prove with `layergate selftest` */";
+constexpr const char* kMark = "/* layergate LG001: unsafe, selftest it */";
 
 std::string leadingSpace(const std::string& s) {
   std::size_t i = 0;
