@@ -234,3 +234,61 @@ TEST(Cli, FindingsWithAFixSayItInEveryFormat) {
   EXPECT_EQ(ch["replacements"][0]["deletedRegion"]["startLine"], e["start"]["line"]);
   EXPECT_EQ(ch["replacements"][0]["insertedContent"]["text"], e["replacement"]);
 }
+
+TEST(Cli, UnsafeFixIsMarkedInEveryFormat) {
+  std::string args = check("seed-force-pcie/custom_all_reduce.py", "seed-force-pcie/custom_all_reduce.cuh");
+  CliRun t = layergate(args + " --no-matrix --color never");
+  EXPECT_NE(t.out.find("seed-force-pcie/custom_all_reduce.cuh:182:6: note: fix available (unsafe): add `else { "
+                       "KL(ngpus, cross_device_reduce_1stage); }`"),
+            std::string::npos)
+      << t.out;
+  EXPECT_NE(t.out.find("prove it with `layergate selftest`"), std::string::npos) << t.out;
+  json f = json::parse(layergate(args + " --format json").out)["findings"][0];
+  EXPECT_EQ(f["fix"]["safety"], "safe");
+  ASSERT_TRUE(f.contains("alternative_fixes")) << f.dump(2);
+  const json& u = f["alternative_fixes"][0];
+  EXPECT_EQ(u["safety"], "unsafe");
+  EXPECT_EQ(u["edits"][0]["file"], "seed-force-pcie/custom_all_reduce.cuh");
+  EXPECT_EQ(u["edits"][0]["start"]["line"], 182);
+  json res = json::parse(layergate(args + " --format sarif").out)["runs"][0]["results"][0];
+  ASSERT_EQ(res["fixes"].size(), 2u);
+  EXPECT_EQ(res["fixes"][1]["properties"]["safety"], "unsafe");
+  EXPECT_EQ(res["fixes"][1]["artifactChanges"][0]["artifactLocation"]["uri"], "seed-force-pcie/custom_all_reduce.cuh");
+}
+
+TEST(Cli, UnsafeFixesOnlyWhenAskedAndTheCppBranchAloneIsClean) {
+  fs::path dir = seedCopy("unsafe");
+  std::string py = slurp(dir / "custom_all_reduce.py"), cuh = slurp(dir / "custom_all_reduce.cuh");
+  CliRun safe = lgtest::runCli(std::string(kSeedArgs) + " --diff", dir);
+  EXPECT_EQ(safe.out.find("custom_all_reduce.cuh"), std::string::npos) << safe.out;
+  CliRun both = lgtest::runCli(std::string(kSeedArgs) + " --diff --unsafe-fixes", dir);
+  EXPECT_EQ(both.status, 1) << both.err;
+  EXPECT_NE(both.out.find("--- custom_all_reduce.cuh\n+++ custom_all_reduce.cuh\n@@ "), std::string::npos) << both.out;
+  EXPECT_NE(both.out.find("--- custom_all_reduce.py\n+++ custom_all_reduce.py\n@@ "), std::string::npos) << both.out;
+  EXPECT_NE(both.out.find("\n+    } else {"), std::string::npos) << both.out;
+  EXPECT_NE(both.out.find("\n+      KL(ngpus, cross_device_reduce_1stage);"), std::string::npos) << both.out;
+  EXPECT_EQ(slurp(dir / "custom_all_reduce.cuh"), cuh);  // --diff writes nothing
+  std::ofstream(dir / "fix.patch", std::ios::binary) << both.out;
+  std::string cmd = "cd " + quote(dir.string()) + " && git apply --check -p0 fix.patch";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << both.out;
+
+  CliRun r = lgtest::runCli(std::string(kSeedArgs) + " --fix --unsafe-fixes", dir);
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("fixed 3 findings in 2 files"), std::string::npos) << r.out;
+  EXPECT_NE(slurp(dir / "custom_all_reduce.cuh"), cuh);
+  EXPECT_NE(slurp(dir / "custom_all_reduce.py"), py);
+  CliRun again = lgtest::runCli(kSeedArgs, dir);
+  EXPECT_EQ(again.status, 0) << again.out;
+  EXPECT_EQ(again.out.find("LG001"), std::string::npos) << again.out;
+  // The C++ branch alone: the gate put back as it was, still no gap, and the
+  // header analyses with the notes it had before.
+  std::ofstream(dir / "custom_all_reduce.py", std::ios::binary | std::ios::trunc) << py;
+  CliRun cpp_only = lgtest::runCli(std::string(kSeedArgs) + " --format json", dir);
+  EXPECT_EQ(cpp_only.status, 0) << cpp_only.out;
+  json j = json::parse(cpp_only.out);
+  EXPECT_TRUE(j["findings"].empty()) << j["findings"].dump(2);
+  fs::path orig = fs::path(LAYERGATE_FIXTURES) / "seed-force-pcie";
+  json before = json::parse(lgtest::runCli(std::string(kSeedArgs) + " --format json", orig).out);
+  EXPECT_EQ(j["notes"], before["notes"]);
+  fs::remove_all(dir);
+}

@@ -148,7 +148,7 @@ std::vector<const m::Leaf*> hits(const m::Dispatch& d, const Config& c) {
 const m::Leaf& theLeaf(const m::Dispatch& d, const Config& c) {
   auto h = hits(d, c);
   EXPECT_EQ(h.size(), 1u) << "leaves that hold: " << h.size();
-  static m::Leaf none{m::LeafKind::None, m::False(), "", "<no leaf>", {}, {}};
+  static m::Leaf none{m::LeafKind::None, m::False(), "", "<no leaf>", {}, {}, {}};
   return h.empty() ? none : *h.front();
 }
 

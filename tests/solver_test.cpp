@@ -42,7 +42,7 @@ Gate gate(bool open_ctor, bool open_call, std::int64_t max_size = 8 << 20) {
 Dispatch dispatch(std::int64_t pcie_limit = 0, bool with_three = false) {
   Dispatch d;
   auto pre = Var("size % d != 0", Sort::Bool, VarKind::Opaque);  // a precondition throw
-  d.leaves.push_back({LeafKind::Throw, pre, "", "size not a multiple", at(1), at(1)});
+  d.leaves.push_back({LeafKind::Throw, pre, "", "size not a multiple", at(1), at(1), {}});
   auto ok = Not(pre);
   ExprPtr any_case = False();
   std::vector<int> sizes = {2, 4, 6, 8};
@@ -50,20 +50,20 @@ Dispatch dispatch(std::int64_t pcie_limit = 0, bool with_three = false) {
   for (int n : sizes) {
     auto c = And(ok, eq(ws(), n));
     any_case = Or(any_case, eq(ws(), n));
-    d.leaves.push_back({LeafKind::Launch, And(c, eq(ws(), 2)), "one_stage", "", at(10), at(30 + n)});
+    d.leaves.push_back({LeafKind::Launch, And(c, eq(ws(), 2)), "one_stage", "", at(10), at(30 + n), {}});
     auto nv = AndAll({c, Not(eq(ws(), 2)), nvl()});
     auto small = Or(And(Cmp(Op::Le, ws(), IntC(4)), lt(nb(), 512 * 1024)), And(Cmp(Op::Le, ws(), IntC(8)), lt(nb(), 256 * 1024)));
-    d.leaves.push_back({LeafKind::Launch, And(nv, small), "one_stage", "", at(12), at(30 + n)});
-    d.leaves.push_back({LeafKind::Launch, And(nv, Not(small)), "two_stage", "", at(14), at(30 + n)});
+    d.leaves.push_back({LeafKind::Launch, And(nv, small), "one_stage", "", at(12), at(30 + n), {}});
+    d.leaves.push_back({LeafKind::Launch, And(nv, Not(small)), "two_stage", "", at(14), at(30 + n), {}});
     auto pcie = AndAll({c, Not(eq(ws(), 2)), Not(nvl())});
     if (pcie_limit > 0) {
-      d.leaves.push_back({LeafKind::Launch, And(pcie, lt(nb(), pcie_limit)), "one_stage", "", at(16), at(30 + n)});
-      d.leaves.push_back({LeafKind::None, And(pcie, Not(lt(nb(), pcie_limit))), "", "if (bytes < limit) has no else", at(16), at(30 + n)});
+      d.leaves.push_back({LeafKind::Launch, And(pcie, lt(nb(), pcie_limit)), "one_stage", "", at(16), at(30 + n), {}});
+      d.leaves.push_back({LeafKind::None, And(pcie, Not(lt(nb(), pcie_limit))), "", "if (bytes < limit) has no else", at(16), at(30 + n), {}});
     } else {
-      d.leaves.push_back({LeafKind::None, pcie, "", "else if (full_nvlink_) has no else", at(11), at(30 + n)});
+      d.leaves.push_back({LeafKind::None, pcie, "", "else if (full_nvlink_) has no else", at(11), at(30 + n), {}});
     }
   }
-  d.leaves.push_back({LeafKind::Throw, And(ok, Not(any_case)), "", "only 2, 4, 6, 8 GPUs", at(50), at(50)});
+  d.leaves.push_back({LeafKind::Throw, And(ok, Not(any_case)), "", "only 2, 4, 6, 8 GPUs", at(50), at(50), {}});
   d.where = at(5);
   return d;
 }
@@ -221,7 +221,7 @@ TEST(Solver, CppOnlyEnvValueThatThrowsIsLG009NotLG002) {
   auto algo_set = EnvIsSet("ALGO");
   auto known = Or(Cmp(Op::Eq, EnvValue("ALGO"), StrC("1stage")), Cmp(Op::Eq, EnvValue("ALGO"), StrC("2stage")));
   for (auto& l : d.leaves) l.condition = And(l.condition, Not(And(algo_set, Not(known))));
-  d.leaves.push_back({LeafKind::Throw, And(algo_set, Not(known)), "", "unknown ALGO", at(60), at(60)});
+  d.leaves.push_back({LeafKind::Throw, And(algo_set, Not(known)), "", "unknown ALGO", at(60), at(60), {}});
   d.env_reads = {"ALGO"};
   auto fs = check(g, d);
   ASSERT_EQ(fs.size(), 1u);

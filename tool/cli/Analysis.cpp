@@ -121,7 +121,7 @@ void finishFindings(const Request& req, report::Result& r) {
   report::applySuppressions(r.findings, files, enabled);
   if (req.settings) req.settings->apply(r.findings);  // LG010/LG011 follow the policy too
   report::assignFingerprints(r.findings, files);
-  fix::suggestFixes(r.gate, r.findings, r.gate.notes);
+  fix::suggestFixes(r.gate, r.dispatch, r.findings, r.gate.notes);
 }
 
 }  // namespace layergate::driver

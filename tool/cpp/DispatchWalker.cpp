@@ -4,7 +4,10 @@
 // whatever is not understood becomes an opaque symbol named after its text.
 #include "cpp/DispatchWalker.h"
 
+#include "cpp/FixFacts.h"
+
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <tuple>
@@ -16,6 +19,7 @@
 #include "clang/AST/DeclTemplate.h"
 #include "clang/AST/Expr.h"
 #include "clang/AST/ExprCXX.h"
+#include "clang/AST/ParentMap.h"
 #include "clang/AST/Stmt.h"
 #include "clang/AST/StmtCXX.h"
 #include "clang/Basic/SourceManager.h"
@@ -52,6 +56,7 @@ struct Reason {
   std::string text;
   SourceLocation loc;
   int prio = 0;  // 2: an arm without launch beside arms that launch; 1: any other implicit arm
+  const IfStmt* no_else = nullptr;  // the reason is this if's missing else (for the unsafe fix)
 };
 
 struct State {
@@ -71,6 +76,7 @@ struct RawLeaf {
   ExprPtr cond;
   std::string kernel, text;
   SourceLocation loc;
+  const IfStmt* no_else = nullptr;
 };
 
 const Expr* strip(const Expr* e) {
@@ -904,8 +910,8 @@ class Walker {
     }
   }
 
-  void setReason(State& st, std::string text, SourceLocation where, int prio) {
-    if (prio >= st.reason.prio) st.reason = Reason{std::move(text), where, prio};
+  void setReason(State& st, std::string text, SourceLocation where, int prio, const IfStmt* no_else = nullptr) {
+    if (prio >= st.reason.prio) st.reason = Reason{std::move(text), where, prio, no_else};
   }
 
   // Effects of an expression statement: throw, launch, assignments to locals.
@@ -1050,7 +1056,7 @@ class Walker {
       for (State& st : in) {
         if (rs->getRetValue() && !effects(rs->getRetValue(), st)) continue;
         // An explicit return is itself the decision: the leaf sits there.
-        if (!st.launch) st.reason = Reason{"return without a launch", rs->getBeginLoc(), 3};
+        if (!st.launch) st.reason = Reason{"return without a launch", rs->getBeginLoc(), 3, nullptr};
         finishEnd(st, rs->getBeginLoc());
       }
       return out;
@@ -1100,6 +1106,7 @@ class Walker {
     }
     for (State& st : in) {
       ExprPtr c = condition(is->getCond(), st);
+      if (readsNvlink(c)) nvlink_ifs_.insert(is);
       ExprPtr tpc = m::And(st.pc, c), epc = m::And(st.pc, m::Not(c));
       if (!m::isFalse(tpc)) {
         State t = st;
@@ -1114,7 +1121,7 @@ class Walker {
         e.pc = epc;
         addFacts(e, c, false);
         if (!is->getElse())
-          setReason(e, "if (" + condText + ") has no else", is->getIfLoc(), thenLaunches ? 2 : 1);
+          setReason(e, "if (" + condText + ") has no else", is->getIfLoc(), thenLaunches ? 2 : 1, is);
         else if (thenLaunches && !elseLaunches)
           setReason(e, "the else of if (" + condText + ") launches no kernel", is->getIfLoc(), 2);
         elseIn.push_back(std::move(e));
@@ -1319,23 +1326,61 @@ class Walker {
       std::vector<const Stmt*> kids(x->child_begin(), x->child_end());
       for (auto it = kids.rbegin(); it != kids.rend(); ++it) stack.push_back(*it);
     }
-    raw_.push_back({m::LeafKind::Throw, st.pc, "", msg, t->getBeginLoc()});
+    raw_.push_back({m::LeafKind::Throw, st.pc, "", msg, t->getBeginLoc(), nullptr});
     checkPaths(raw_.size(), t);
   }
 
   void finishEnd(State& st, SourceLocation end) {
     if (st.launch) {
-      raw_.push_back({m::LeafKind::Launch, st.pc, st.launch->kernel, "", st.launch->loc});
+      raw_.push_back({m::LeafKind::Launch, st.pc, st.launch->kernel, "", st.launch->loc, nullptr});
     } else if (st.reason.prio > 0) {
-      raw_.push_back({m::LeafKind::None, st.pc, "", st.reason.text, st.reason.loc});
+      raw_.push_back({m::LeafKind::None, st.pc, "", st.reason.text, st.reason.loc, st.reason.no_else});
     } else {
-      raw_.push_back({m::LeafKind::None, st.pc, "", "end of " + fn_name_ + " reached without a launch", end});
+      raw_.push_back({m::LeafKind::None, st.pc, "", "end of " + fn_name_ + " reached without a launch", end, nullptr});
     }
     if (raw_.size() > opts_.max_paths) {
       m::Location l = loc(end, false, "dispatch");
       throw InputError(l.file + ":" + std::to_string(l.line) + ": the dispatch has more than " +
                        std::to_string(opts_.max_paths) + " paths; giving up");
     }
+  }
+
+  // --- facts for the unsafe fix (cpp/FixFacts.h) ---------------------------------
+
+  static bool readsNvlink(const ExprPtr& c) {
+    for (const auto& v : m::varsOf(c))
+      if (v.name == m::kFullNvlink) return true;
+    return false;
+  }
+
+  // An if the paths never evaluated (a sibling of an arm its case excludes)
+  // is asked on a fresh path, without its reads counting as the dispatch's.
+  bool testsNvlink(const IfStmt* is) {
+    if (nvlink_ifs_.count(is)) return true;
+    auto env = env_reads_;
+    auto notes = notes_;
+    State fresh;
+    bool r = readsNvlink(condition(is->getCond(), fresh));
+    env_reads_ = env;
+    notes_ = notes;
+    return r;
+  }
+
+  m::ElseSite elseSiteOf(const RawLeaf& r, const Stmt* body) {
+    m::ElseSite none;
+    if (!r.no_else || !body) {
+      none.why = "the path does not end at an if without else (" + r.text + ")";
+      return none;
+    }
+    if (!parents_) parents_ = std::make_unique<ParentMap>(const_cast<Stmt*>(body));
+    ElseSiteQueries q;
+    q.tests_nvlink = [this](const IfStmt* is) { return testsNvlink(is); };
+    q.kernel_of = [this](const Stmt* s) {
+      auto l = findLaunch(s);
+      return l ? l->kernel : std::string();
+    };
+    q.spelling = [this](SourceLocation l) { return loc(l, true, "fix"); };
+    return elseSite(sm_, *parents_, r.no_else, textOf(r.no_else->getCond()), q);
   }
 
   void noteOnce(const std::string& n) {
@@ -1390,7 +1435,8 @@ class Walker {
         continue;
       }
       index[k] = d.leaves.size();
-      d.leaves.push_back(m::Leaf{r.kind, r.cond, r.kernel, r.text, sp, ex});
+      d.leaves.push_back(m::Leaf{r.kind, r.cond, r.kernel, r.text, sp, ex, {}});
+      if (r.kind == m::LeafKind::None) d.leaves.back().else_site = elseSiteOf(r, body);
     }
     // Opaques that appear in some leaf condition.
     std::set<std::string> seen;
@@ -1422,6 +1468,8 @@ class Walker {
   std::vector<std::string> env_reads_;
   std::vector<std::string> notes_;
   std::vector<RawLeaf> raw_;
+  std::set<const IfStmt*> nvlink_ifs_;  // ifs whose condition read the NVLink flag on some path
+  std::unique_ptr<ParentMap> parents_;
   std::set<const VarDecl*> globals_in_eval_;
   int eval_depth_ = 0;
 };

@@ -51,7 +51,8 @@ std::string guardCondition(const std::vector<std::pair<std::int64_t, std::option
   return s;
 }
 
-void suggestFixes(const model::Gate& gate, std::vector<model::Finding>& findings, std::vector<std::string>& notes) {
+void suggestFixes(const model::Gate& gate, const model::Dispatch& dispatch, std::vector<model::Finding>& findings,
+                  std::vector<std::string>& notes) {
   std::vector<std::pair<std::int64_t, std::optional<bool>>> cells;
   std::set<std::string> rules;
   for (const auto& f : findings)
@@ -94,6 +95,7 @@ void suggestFixes(const model::Gate& gate, std::vector<model::Finding>& findings
   }
   for (auto& f : findings)
     if (fixable(f) && safe) f.fixes.push_back(*safe);
+  suggestBranchFixes(dispatch, findings, notes);
 }
 
 }  // namespace layergate::fix

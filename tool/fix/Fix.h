@@ -3,11 +3,14 @@
 //
 // Safe: tighten the Python gate so that it no longer admits the cells the
 // dispatch has no kernel for (a guard at Gate::guard_site, built from the
-// findings' cells). Unsafe fixes (a C++ branch for LG001) are not generated
-// yet; Fix::safety and --unsafe-fixes carry them when they are.
+// findings' cells). Unsafe (LG001 only, taken with --unsafe-fixes): the
+// missing `else` of the dispatch's `if` without else, reusing the launch of a
+// sibling branch that does not test NVLink (Leaf::else_site); the kernel then
+// runs without NVLink, which only `layergate selftest` can show correct.
 //
-// Takes: the gate and the findings (after suppressions). Fills each fixable
-// finding's `fixes`; appends to `notes` why the findings get no fix.
+// Takes: the gate, the dispatch and the findings (after suppressions). Fills
+// each fixable finding's `fixes`, the safe one first; appends to `notes` why
+// the findings get no fix.
 #pragma once
 
 #include <cstdint>
@@ -20,7 +23,13 @@
 
 namespace layergate::fix {
 
-void suggestFixes(const model::Gate& gate, std::vector<model::Finding>& findings, std::vector<std::string>& notes);
+void suggestFixes(const model::Gate& gate, const model::Dispatch& dispatch, std::vector<model::Finding>& findings,
+                  std::vector<std::string>& notes);
+
+// The unsafe fixes alone (BranchFix.cpp), and the edit of one else site.
+void suggestBranchFixes(const model::Dispatch& dispatch, std::vector<model::Finding>& findings,
+                        std::vector<std::string>& notes);
+model::Edit elseEdit(const model::ElseSite& site);
 
 // The guard's condition over the cells (world size, NVLink or nullopt: both),
 // "" when it needs an NVLink expression the site lacks.

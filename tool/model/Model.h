@@ -229,6 +229,28 @@ struct Gate {
 
 enum class LeafKind { Launch, Throw, None };
 
+// Where the unsafe fix of LG001 (tool/fix) adds the missing `else` to a None
+// leaf's `if` without `else`, and the launch it reuses, as the C++ frontend
+// saw them (cpp/FixFacts.h). Positions are spelling positions: inside the
+// macro definition when the `if` is written in one. Not found: `why` says
+// what is missing.
+struct ElseSite {
+  bool found = false;
+  std::string why;             // !found: why no branch can be written
+  std::string file;
+  int line = 0, col = 0;       // 1-based, right after the then-block's closing `}`
+  bool in_macro = false;       // in a macro body: every inserted line needs a ` \` continuation
+  int continuation_col = 0;    // in_macro: column of the `\` ending the `}` line (0: none there)
+  std::string indent;          // leading whitespace of the `}` line
+  std::string condition;       // source text of the if's condition ("full_nvlink_")
+  // The statements of a sibling branch whose condition does not test NVLink
+  // and that launches (the world-size-2 one-stage branch), one source line
+  // each as written there, continuations removed.
+  std::vector<std::string> launch;
+  std::string kernel;          // the kernel that branch launches
+  Location launch_where;       // where that branch's statements start
+};
+
 // A place where the dispatch's execution ends.
 struct Leaf {
   LeafKind kind;
@@ -237,6 +259,7 @@ struct Leaf {
   std::string text;    // Throw: message text if literal; None: why (e.g. "if without else")
   Location spelling;   // where the code is written (inside a macro definition)
   Location expansion;  // where it is expanded (the REDUCE_CASE(n) line); == spelling outside macros
+  ElseSite else_site;  // None: where an `else` could go (found only for an if without else)
 };
 
 struct Dispatch {
