@@ -138,7 +138,9 @@ TEST(BranchFix, MacroBodyWithContinuations) {
     const std::string& l = ls[static_cast<std::size_t>(i - 1)];
     ASSERT_FALSE(l.empty());
     EXPECT_EQ(l.back(), '\\') << "line " << i << ": " << l;
-    if (l.size() < col) EXPECT_EQ(l.size(), col) << "line " << i << ": " << l;  // the column of the others
+    if (l.size() < col) {
+      EXPECT_EQ(l.size(), col) << "line " << i << ": " << l;  // the column of the others
+    }
   }
   EXPECT_EQ(ls[static_cast<std::size_t>(close - 1)].rfind("    } else {", 0), 0u) << after;
   EXPECT_EQ(ls[static_cast<std::size_t>(close + 1)].rfind("      KL(ngpus, one_shot);", 0), 0u) << after;
@@ -262,9 +264,10 @@ TEST(BranchFixFixtures, TheCppBranchAloneClosesTheGap) {
     report::Result again = driver::analyse(req);
     EXPECT_EQ(again.dispatch.notes, r.dispatch.notes) << name;  // parses as before: no new parse problem
     for (const auto& f : again.findings)
-      if (f.rule == "LG001" && f.config.world_size)
+      if (f.rule == "LG001" && f.config.world_size) {
         EXPECT_FALSE(cells.count({*f.config.world_size, f.config.full_nvlink.value_or(false)}))
             << name << ": " << f.message;
+      }
   }
   EXPECT_TRUE(fixed.count("seed-force-pcie"));
   EXPECT_GE(fixed.size(), 5u);

@@ -193,7 +193,13 @@ TEST_F(Tree, BundledLayoutsInheritTheGenericDescription) {
       EXPECT_EQ(x.cpp.members.at("variant"), "variant");
       EXPECT_TRUE(x.unmodelled.empty());
     }
-    if (x.name == "sglang-custom-ar-v2" || x.name == "quick-allreduce") EXPECT_FALSE(x.unmodelled.empty()) << x.name;
+    if (x.name == "sglang-custom-ar-v2") {
+      EXPECT_FALSE(x.unmodelled.empty()) << x.name;
+    }
+    if (x.name == "quick-allreduce") {
+      EXPECT_TRUE(x.unmodelled.empty());
+      EXPECT_EQ(x.python.outputs.at("qr_quant_level"), "quant_level");
+    }
   }
   for (const auto& x : t) {
     if (std::find(v1.begin(), v1.end(), x.name) == v1.end()) continue;

@@ -63,8 +63,16 @@ void suggestFixes(const model::Gate& gate, const model::Dispatch& dispatch, std:
   if (cells.empty()) return;
   const model::GuardSite& site = gate.guard_site;
   std::optional<model::Fix> safe;
+  // A gap that exists only for some value the gate hands down (a quantisation
+  // level, a kernel variant): a guard on the cell would switch the fast path
+  // off for every value, so none is offered.
+  std::string handed;
+  for (const auto& o : gate.outputs) handed += (handed.empty() ? "" : ", ") + o.var;
   if (!site.found) {
     notes.push_back("no safe fix offered for LG001/LG002: " + site.why);
+  } else if (!handed.empty()) {
+    notes.push_back("no safe fix offered for LG001/LG002: the gaps depend on what the gate hands down (" + handed +
+                    "), and a guard on the world size and NVLink alone would turn the fast path off for every value");
   } else {
     std::string cond = guardCondition(cells, site.world_size, site.full_nvlink);
     if (cond.empty()) {

@@ -156,12 +156,7 @@ std::string Walker::deferredEntry(TSNode en) {
   if (holder.empty()) return "";
   std::string cur = holder;
   std::set<std::string> seen{cur};
-  auto init = methods_.find("__init__");
   for (;;) {
-    // The constructor itself calls it (SGLang's quick all-reduce ends its
-    // __init__ with self.init_quick_all_reduce()): the constructor's walk
-    // inlines that call, so nothing runs after the constructor.
-    if (init != methods_.end() && text(init->second.node).find("self." + cur + "(") != std::string::npos) return "";
     std::string caller;
     for (auto& [name, fi] : methods_) {
       if (name == "__init__" || seen.count(name)) continue;
@@ -456,7 +451,12 @@ model::Gate Walker::run() {
     // that a later call reaches (finalize_p2p -> _complete_init). Run that
     // entry method once on the state the constructor leaves.
     bool in_init = ts_node_start_byte(en) >= ts_node_start_byte(fn) && ts_node_end_byte(en) <= ts_node_end_byte(fn);
-    if (!in_init && !exits.empty()) {
+    // A constructor that reaches the enabling method itself (SGLang's quick
+    // all-reduce ends __init__ with self.init_quick_all_reduce()) was inlined
+    // into the walk above: its exits already say when it is enabled.
+    bool ctor_enables = false;
+    for (const auto& x : exits) ctor_enables = ctor_enables || !model::isFalse(model::And(x.cond, enabled(x.attrs)));
+    if (!in_init && !ctor_enables && !exits.empty()) {
       std::string entry = deferredEntry(en);
       if (!entry.empty()) {
         note("self." + spec_.enabling_attr + " is enabled outside __init__; the gate assumes " + entry +
