@@ -46,6 +46,35 @@ target::Target selectTarget(const std::string& rules_dir, const std::string& nam
   throw InputError("unknown target '" + name + "' (known: " + names + ")");
 }
 
+namespace {
+
+// The selection layer: per class the selection function can return, the
+// cells in which it does (each arm as a gate over an empty dispatch: the
+// matrix's gate column says always / when ENV=... / never).
+void selectionLayer(const std::vector<python::SourceFile>& sources, const target::PythonGateSpec& spec,
+                    const python::Limits& limits, const Request& req, report::Result& r) {
+  if (spec.selection_functions.empty()) return;
+  try {
+    r.selection = python::extractSelection(sources, spec, limits);
+  } catch (const InputError& e) {
+    r.gate.notes.push_back(std::string("selection layer not analysed: ") + e.what());
+    return;
+  }
+  if (!r.selection) return;
+  model::Dispatch none;
+  for (const auto& arm : r.selection->arms) {
+    model::Gate g;
+    g.admit = arm.condition;
+    g.env_reads = r.selection->env_reads;
+    g.opaques = r.selection->opaques;
+    g.assumed = r.selection->assumed;
+    solve::Solver s(g, none, req.solve);
+    r.selection_cells.push_back(s.matrix());
+  }
+}
+
+}  // namespace
+
 report::Result analyse(const Request& req) {
   if (req.python_files.empty()) throw InputError("no Python gate file given (--python FILE)");
   if (req.cpp_files.empty()) throw InputError("no C++ dispatch file given (--cpp FILE)");
@@ -96,6 +125,7 @@ report::Result analyse(const Request& req) {
     for (auto& f : r.findings)
       if (f.rule == "LG008") f.severity = model::Severity::Error;
   r.matrix = solver.matrix();
+  selectionLayer(sources, tgt.python, limits, req, r);
   finishFindings(req, r);
   return r;
 }

@@ -227,6 +227,25 @@ struct Gate {
   GuardSite guard_site;                  // for the safe fix of LG001/LG002
 };
 
+// The selection layer (issue 13): a function that returns which
+// implementation class runs (SGLang's dispatch_custom_allreduce). One arm per
+// class it can return, with the condition under which it does.
+struct SelectionArm {
+  std::string implementation;  // the class's name; "None" when it returns None; "?" for a value not understood
+  ExprPtr condition;           // over config variables
+  Location where;              // a return statement that gives it
+};
+struct Selection {
+  std::string function;
+  Location where;
+  std::vector<SelectionArm> arms;
+  // What the walk read, for the solver (as a Gate's).
+  std::vector<std::string> env_reads;
+  std::vector<OpaqueSymbol> opaques;
+  ExprPtr assumed = True();
+  std::vector<std::string> notes;
+};
+
 enum class LeafKind { Launch, Throw, None };
 
 // Where the unsafe fix of LG001 (tool/fix) adds the missing `else` to a None

@@ -24,6 +24,13 @@ model::Gate extractGate(const std::vector<SourceFile>& files, const target::Pyth
   return w.run();
 }
 
+std::optional<model::Selection> extractSelection(const std::vector<SourceFile>& files,
+                                                 const target::PythonGateSpec& spec, const Limits& limits) {
+  if (spec.selection_functions.empty() || files.empty()) return std::nullopt;
+  detail::Walker w(files, spec, limits);
+  return w.runSelection();
+}
+
 model::Gate extractGate(const SourceFile& file, const target::PythonGateSpec& spec, const Limits& limits) {
   return extractGate(std::vector<SourceFile>{file}, spec, limits);
 }

@@ -13,6 +13,7 @@
 // where no file holds such a class.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,12 @@ model::SourceFacts sourceFacts(const std::string& text);
 
 model::Gate extractGate(const std::vector<SourceFile>& files, const target::PythonGateSpec& spec,
                         const Limits& limits = {});
+// The selection layer: the first module-level function named in
+// spec.selection_functions that a given file defines, walked like a policy
+// (its parameters unknown, probes and env free); nullopt when none is defined.
+std::optional<model::Selection> extractSelection(const std::vector<SourceFile>& files,
+                                                 const target::PythonGateSpec& spec, const Limits& limits = {});
+
 // One file: the same as a list of one.
 model::Gate extractGate(const SourceFile& file, const target::PythonGateSpec& spec,
                         const Limits& limits = {});

@@ -86,6 +86,25 @@ Value Walker::builtin(const std::string& f, TSNode call, const Args& a, State& s
     return unknown(call);
   }
   if (f == "int" && a.pos.size() == 1) return toIntAt(eval(a.pos[0], st, fr, cx), call);
+  // range() with constant bounds (`ws in range(2, 9)`, `list(range(2, 17))`): its ints.
+  if (f == "range" && !a.pos.empty() && a.pos.size() <= 3 && a.kw.empty() && !a.splat) {
+    std::vector<std::int64_t> k;
+    for (TSNode p : a.pos) {
+      Value v = eval(p, st, fr, cx);
+      if (v.k != Value::K::Int || v.e->op != Op::IntConst) return unknown(call);
+      k.push_back(v.e->i);
+    }
+    std::int64_t lo = k.size() == 1 ? 0 : k[0], hi = k.size() == 1 ? k[0] : k[1], step = k.size() == 3 ? k[2] : 1;
+    if (step == 0 || (hi - lo) / step > 4096) return unknown(call);
+    std::vector<Value> xs;
+    for (std::int64_t i = lo; step > 0 ? i < hi : i > hi; i += step) xs.push_back(vInt(model::IntC(i)));
+    return vList(std::move(xs));
+  }
+  if ((f == "list" || f == "tuple") && a.pos.size() == 1 && a.kw.empty() && !a.splat) {
+    Value v = eval(a.pos[0], st, fr, cx);
+    if (v.k == Value::K::List) return v;
+    return unknown(call);
+  }
   if (f == "bool") {
     if (a.pos.empty()) return vBool(model::False());
     Value x = eval(a.pos[0], st, fr, cx);

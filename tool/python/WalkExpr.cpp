@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,28 @@ bool Walker::isEnvModule(TSNode n, const State& st) const {
 
 Value Walker::envModuleRead(const std::string& var, TSNode at) {
   envRead(var, at);
+  // The declaration in a given (or followed) file: `VAR = EnvBool(True)` in a
+  // class body (SGLang's environ.py): a boolean with that default.
+  for (const auto& m : mods_)
+    for (const auto& [cname, cls] : m->classes)
+      for (TSNode k : named(field(cls, "body"))) {
+        if (!is(k, "expression_statement")) continue;
+        TSNode as = firstNamed(k);
+        if (!is(as, "assignment") || text(field(as, "left")) != var) continue;
+        TSNode rhs = field(as, "right");
+        if (!is(rhs, "call")) continue;
+        std::string ctor = lastComponent(text(field(rhs, "function")));
+        TSNode arg = firstNamed(field(rhs, "arguments"));
+        bool lit = !ts_node_is_null(arg) && (is(arg, "true") || is(arg, "false"));
+        if (ctor.find("Bool") == std::string::npos || !lit) continue;
+        bool dflt = is(arg, "true");
+        note("envs." + var + " read as declared at " + m->file->path + ":" +
+             std::to_string(ts_node_start_point(as).row + 1) + " (" + ctor + ", default " + (dflt ? "True" : "False") +
+             "): true when set to 1/true/True/TRUE, else the default when unset (assumed)");
+        Value v = vBool(iteB(model::EnvIsSet(var), envTruthyValue(var), model::BoolC(dflt)));
+        v.env = var;
+        return v;
+      }
   note("envs." + var + " read as a boolean flag: true when set to 1/true/True/TRUE (assumed)");
   Value v = vBool(model::And(model::EnvIsSet(var), envTruthyValue(var)));
   v.env = var;
@@ -281,7 +304,19 @@ Value Walker::evalCompare(TSNode n, State& st, Frame& fr, Ctx& cx) {
       if (b.k == Value::K::None) r = isNone(a, operands[i]);
       else if (a.k == Value::K::None) r = isNone(b, operands[i + 1]);
       else if (a.k == Value::K::Bool && b.k == Value::K::Bool) r = eqv(a, b, n);
-      else r = opaqueCond(n);
+      else if (b.k == Value::K::Bool && model::isConst(b.e)) {
+        // `x is True` where x is a bool on some paths and None on others
+        // (a helper's `return` without a value): the bool paths' value.
+        std::function<ExprPtr(const Value&)> same = [&](const Value& v) -> ExprPtr {
+          if (v.k == Value::K::None) return model::False();
+          if (v.k == Value::K::Bool) return b.e->b ? v.e : model::Not(v.e);
+          if (v.k == Value::K::Merge) return iteB(v.cond, same(*v.a), same(*v.b));
+          return opaqueCond(n);
+        };
+        r = same(a);
+      } else {
+        r = opaqueCond(n);
+      }
       if (op == "is not") r = model::Not(r);
     } else {
       r = opaqueCond(n);

@@ -6,22 +6,21 @@
 // which config variables (with the values callers pass), and which fields the
 // C++ side receives as which variables; everything else is walked as for a
 // class gate (helpers inlined across the given files, constants folded).
+// The selection layer's function (which implementation class a group gets)
+// is walked the same way; its arms are the classes it returns.
 #include "model/Errors.h"
 #include "python/Walker.h"
 
 namespace layergate::python::detail {
 
-model::Gate Walker::runPolicy() {
-  const auto& pol = spec_.policy;
-  // The policy's file: the first that defines one of the functions named.
+const FuncInfo* Walker::setupFunction(const std::vector<std::string>& names, std::string& fname) {
   const FuncInfo* fi = nullptr;
-  std::string fname;
   for (auto& m : mods_) {
     checkSyntax(m->root);
     collectDecls(*m);
   }
   for (auto& m : mods_) {
-    for (const auto& f : pol.functions) {
+    for (const auto& f : names) {
       auto it = m->funcs.find(f);
       if (it == m->funcs.end()) continue;
       fi = &it->second;
@@ -31,19 +30,25 @@ model::Gate Walker::runPolicy() {
     }
     if (fi) break;
   }
-  if (!fi) {
-    std::string looked, paths;
-    for (const auto& n : pol.functions) looked += (looked.empty() ? "" : ", ") + n;
-    for (const auto& f : files_) paths += (paths.empty() ? "" : ", ") + f.path;
-    throw InputError(paths + ": no policy function " + looked + " defined at module level");
-  }
+  if (!fi) return nullptr;
   cur_ = gate_mod_;
+  // Imports inside the function (`from .custom_all_reduce_v2 import ...` in
+  // SGLang's dispatch_custom_allreduce) count as the module's, so that the
+  // modules they name are read from disk like the module-level ones.
+  std::vector<TSNode> stack{field(fi->node, "body")};
+  while (!stack.empty()) {
+    TSNode n = stack.back();
+    stack.pop_back();
+    if (ts_node_is_null(n)) continue;
+    if (is(n, "import_statement") || is(n, "import_from_statement")) {
+      recordImport(n);
+      continue;
+    }
+    if (is(n, "function_definition") || is(n, "class_definition")) continue;
+    for (TSNode k : named(n)) stack.push_back(k);
+  }
   followImports();
   class_name_.clear();
-  gate_.class_name = fname;
-  gate_.policy = true;
-  gate_.class_loc = loc(field(fi->node, "name"), "gate");
-  gate_.enabling = loc(field(fi->node, "name"), "enabling");
   for (const auto& f : files_) gate_.files.push_back(f.path);
   {
     gate_mod_->walked = 1;
@@ -54,6 +59,24 @@ model::Gate Walker::runPolicy() {
     gate_mod_->walked = 2;
   }
   cur_ = gate_mod_;
+  return fi;
+}
+
+model::Gate Walker::runPolicy() {
+  const auto& pol = spec_.policy;
+  // The policy's file: the first that defines one of the functions named.
+  std::string fname;
+  const FuncInfo* fi = setupFunction(pol.functions, fname);
+  if (!fi) {
+    std::string looked, paths;
+    for (const auto& n : pol.functions) looked += (looked.empty() ? "" : ", ") + n;
+    for (const auto& f : files_) paths += (paths.empty() ? "" : ", ") + f.path;
+    throw InputError(paths + ": no policy function " + looked + " defined at module level");
+  }
+  gate_.class_name = fname;
+  gate_.policy = true;
+  gate_.class_loc = loc(field(fi->node, "name"), "gate");
+  gate_.enabling = loc(field(fi->node, "name"), "enabling");
 
   // Parameters: the config variables the target names, else their defaults,
   // else unknowns (code we do not know the value of: not free).
@@ -145,6 +168,75 @@ model::Gate Walker::runPolicy() {
   gate_.guard_site.why = "the gate is the policy function " + fname + "; no guard is written into a policy";
   pruneTentative();
   return gate_;
+}
+
+}  // namespace layergate::python::detail
+
+namespace layergate::python::detail {
+
+namespace {
+
+// The (condition, class) leaves of a returned value: a class of a given file
+// by its name, None, or "?" for anything else.
+void selectionLeaves(const Value& v, const ExprPtr& c, std::vector<std::pair<ExprPtr, std::string>>& out) {
+  if (model::isFalse(c)) return;
+  if (v.k == Value::K::Merge) {
+    selectionLeaves(*v.a, model::And(c, v.cond), out);
+    selectionLeaves(*v.b, model::And(c, model::Not(v.cond)), out);
+    return;
+  }
+  std::string name = v.k == Value::K::None                                  ? "None"
+                     : (v.k == Value::K::Object && v.tag == "pyclass")       ? v.text
+                     : (v.k == Value::K::Object && v.tag == "class")         ? v.text
+                                                                             : "?";
+  out.push_back({c, name});
+}
+
+}  // namespace
+
+std::optional<model::Selection> Walker::runSelection() {
+  std::string fname;
+  // (The files were checked by the gate's walk, which runs first.)
+  for (const auto& f : files_) addModule(f, false);
+  const FuncInfo* fi = setupFunction(spec_.selection_functions, fname);
+  if (!fi) return std::nullopt;
+  model::Selection sel;
+  sel.function = fname;
+  sel.where = loc(field(fi->node, "name"), "selection");
+  auto params = parseParams(field(fi->node, "parameters"));
+  State st;
+  for (const auto& p : params)
+    st.locals[p.name] = p.has_default ? defaultValue(p) : paramUnknown(p.name, p.node);
+  Frame fr{Frame::Kind::Helper};
+  call_stack_.push_back(fi->node.id);
+  walkBlock(field(fi->node, "body"), st, fr);
+  call_stack_.pop_back();
+  std::vector<Exit> exits = fr.returns;
+  if (!st.dead()) exits.push_back(Exit{st.full(), vNone(), st.attrs, TSNode{}});
+  std::map<std::string, std::size_t> index;
+  for (const auto& x : exits) {
+    std::vector<std::pair<ExprPtr, std::string>> leaves;
+    selectionLeaves(x.value, x.cond, leaves);
+    for (const auto& [c, name] : leaves) {
+      auto it = index.find(name);
+      if (it == index.end()) {
+        index[name] = sel.arms.size();
+        sel.arms.push_back({name, c, loc(ts_node_is_null(x.node) ? fi->node : x.node, "selection")});
+      } else {
+        sel.arms[it->second].condition = model::Or(sel.arms[it->second].condition, c);
+      }
+    }
+  }
+  // What the arms' conditions use is what is kept (pruneTentative reads the gate's formulas).
+  std::vector<ExprPtr> conds;
+  for (const auto& a : sel.arms) conds.push_back(a.condition);
+  gate_.admit = model::OrAll(conds);
+  pruneTentative();
+  sel.env_reads = gate_.env_reads;
+  sel.opaques = gate_.opaques;
+  sel.assumed = gate_.assumed;
+  sel.notes = gate_.notes;
+  return sel;
 }
 
 }  // namespace layergate::python::detail

@@ -45,6 +45,9 @@ class Walker {
   }
 
   model::Gate run();
+  // The selection layer's function (spec.selection_functions), nullopt when
+  // no given file defines one (WalkPolicy.cpp).
+  std::optional<model::Selection> runSelection();
 
   // Bounds on following imports onto disk (modules of the checkout that were
   // not given): how many files, and how many import hops from the gate.
@@ -334,8 +337,11 @@ class Walker {
   std::optional<Value> recordField(const Value& v, const std::string& f);
   std::map<std::string, std::map<std::string, Value>> class_attr_memo_;
 
-  // --- policy gate (WalkPolicy.cpp) ------------------------------------------------
+  // --- policy gate and selection layer (WalkPolicy.cpp) -----------------------------
   model::Gate runPolicy();
+  // Parses and declares every file, then finds the first module-level function
+  // named in `names`; walks its module's body. nullptr when no file defines one.
+  const FuncInfo* setupFunction(const std::vector<std::string>& names, std::string& fname);
 
   // --- structure ----------------------------------------------------------------
   void pruneTentative();

@@ -107,6 +107,24 @@ std::string renderJson(const Result& r) {
   json opaques = json::array();
   for (const auto& o : r.gate.opaques) opaques.push_back({{"text", o.text}, {"file", o.where.file}, {"line", o.where.line}, {"layer", "python"}, {"free", o.free}});
   for (const auto& o : r.dispatch.opaques) opaques.push_back({{"text", o.text}, {"file", o.where.file}, {"line", o.where.line}, {"layer", "cpp"}});
+  json selection = nullptr;
+  if (r.selection) {
+    json arms = json::array();
+    for (std::size_t a = 0; a < r.selection->arms.size(); ++a) {
+      const auto& arm = r.selection->arms[a];
+      json cells = json::array();
+      for (const auto& v : a < r.selection_cells.size() ? r.selection_cells[a] : std::vector<solve::CellVerdict>{}) {
+        json c = {{"world_size", v.cell.world_size},
+                  {"full_nvlink", v.cell.nvlink_any ? json(nullptr) : json(v.cell.full_nvlink)},
+                  {"state", solve::gateStateName(v.gate.state)}};
+        if (!v.gate.condition.empty()) c["condition"] = v.gate.condition;
+        cells.push_back(c);
+      }
+      arms.push_back({{"implementation", arm.implementation}, {"file", arm.where.file}, {"line", arm.where.line}, {"cells", cells}});
+    }
+    selection = {{"function", r.selection->function}, {"file", r.selection->where.file}, {"line", r.selection->where.line},
+                 {"arms", arms}};
+  }
   json notes = json::array();
   for (const auto& n : r.gate.notes) notes.push_back(n);
   for (const auto& n : r.dispatch.notes) notes.push_back(n);
@@ -121,6 +139,7 @@ std::string renderJson(const Result& r) {
                  return t;
                }()},
               {"opaque", opaques},
+              {"selection", selection},
               {"notes", notes},
               {"summary", {{"errors", countAtLeast(r, model::Severity::Error)},
                            {"warnings", countAtLeast(r, model::Severity::Warning) - countAtLeast(r, model::Severity::Error)},

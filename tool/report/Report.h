@@ -6,6 +6,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,11 @@ struct Result {
   std::vector<model::Finding> findings;
   std::vector<solve::CellVerdict> matrix;
   std::vector<model::Hop> trace;  // the NVLink flag from the Python probe to the C++ branch
+  // The selection layer (issue 13), when a given file defines the target's
+  // selection function: which class it returns, per arm the cells (as the
+  // matrix's gate column: always, when ENV=..., never).
+  std::optional<model::Selection> selection;
+  std::vector<std::vector<solve::CellVerdict>> selection_cells;  // one per selection->arms
   int baselined = 0;              // findings left out because the --baseline holds them
 };
 

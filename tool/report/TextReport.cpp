@@ -25,6 +25,18 @@ std::string gateCell(const solve::CellVerdict& v) {
   return "?";
 }
 
+// A selection arm's cell: whether the selection function returns that class there.
+std::string selectionCell(const solve::CellVerdict& v) {
+  using solve::GateState;
+  switch (v.gate.state) {
+    case GateState::Blocked: return "-";
+    case GateState::Undecided: return "undecided";
+    case GateState::Admitted: return "by default";
+    case GateState::AdmittedWhen: return "when " + v.gate.condition;
+  }
+  return "?";
+}
+
 std::string dispatchCell(const solve::CellVerdict& v) {
   // Only what can run for some value of the dispatch's own preconditions;
   // launches first, then fall-throughs and throws.
@@ -153,6 +165,30 @@ std::string renderText(const Result& r, const TextOptions& o) {
                   : fmt::format("  gate code not interpreted (errors hold for all its values; LG008 names what a "
                                 "possible gap needs): {}\n", a);
     }
+  }
+  if (o.matrix && r.selection && !r.selection->arms.empty()) {
+    const auto& sel = *r.selection;
+    out += fmt::format("\nSelection layer: the implementation {} ({}) returns, per cell\n", sel.function, loc(sel.where));
+    std::vector<std::size_t> widths;
+    std::string head = fmt::format("  {:<5} {:<6}", "ws", "nvlink");
+    for (std::size_t a = 0; a < sel.arms.size(); ++a) {
+      std::size_t w = sel.arms[a].implementation.size();
+      for (const auto& v : r.selection_cells[a]) w = std::max(w, selectionCell(v).size());
+      widths.push_back(w);
+      head += fmt::format("  {:<{}}", sel.arms[a].implementation == "?" ? std::string("(other)") : sel.arms[a].implementation, w);
+    }
+    out += head + "\n";
+    for (std::size_t i = 0; !r.selection_cells.empty() && i < r.selection_cells[0].size(); ++i) {
+      const auto& c = r.selection_cells[0][i].cell;
+      std::string row = fmt::format("  {:<5} {:<6}", c.world_size, c.nvlink_any ? "any" : c.full_nvlink ? "yes" : "no");
+      for (std::size_t a = 0; a < sel.arms.size(); ++a)
+        row += fmt::format("  {:<{}}", i < r.selection_cells[a].size() ? selectionCell(r.selection_cells[a][i]) : "", widths[a]);
+      out += row + "\n";
+    }
+    out += "  (by default: returned with no env var set, for some machine facts (same node, NVLink clique, the\n"
+           "  probes); when ENV=v: only with that setting; -: never. Each implementation's own gate decides after it.)\n";
+    for (const auto& n : sel.notes)
+      if (o.details) out += fmt::format("  selection note: {}\n", n);
   }
   int errors = countAtLeast(r, model::Severity::Error);
   int warnings = countAtLeast(r, model::Severity::Warning) - errors;

@@ -106,6 +106,7 @@ Target fromJson(const json& j, const std::string& origin) {
     t.python.bool_env_helpers = strings(p, "bool_env_helpers", origin);
     t.python.env_modules = strings(p, "env_modules", origin);
     t.python.outputs = mapOf<std::string>(p, "outputs", origin);
+    t.python.selection_functions = strings(p, "selection", origin);
     const json& pol = object(p, "policy", origin);
     t.python.policy.functions = strings(pol, "functions", origin);
     t.python.policy.outputs = mapOf<std::string>(pol, "outputs", origin);

@@ -28,6 +28,10 @@ struct PythonGateSpec {
   std::vector<std::string> bool_env_helpers;
   // Modules whose attributes are env vars (envs.NAME, envs.NAME.get()).
   std::vector<std::string> env_modules;
+  // The selection layer (issue 13): module-level functions that return the
+  // implementation class to use (SGLang's dispatch_custom_allreduce); when a
+  // given file defines one, the report says per cell which class it returns.
+  std::vector<std::string> selection_functions;
   // Values a class gate hands down (issue 13): self attribute as the
   // constructor leaves it on the admitted paths -> the config variable the C++
   // side reads (quick all-reduce's qr_quant_level -> quant_level).
