@@ -7,11 +7,15 @@ build=$1 secs=${2:-30}
 here=$(cd "$(dirname "$0")/.." && pwd)
 work=$build/fuzz-work
 art=$build/fuzz-artifacts
-rm -rf "$work" && mkdir -p "$work"/{py,cpp,targets} "$art"
+rm -rf "$work" && mkdir -p "$work"/{py,cpp,targets,settings} "$art"
 cp "$here"/fixtures/*/*.py "$here"/fixtures/bad/*.py "$work/py/" 2>/dev/null || true
 find "$here/fixtures" -name '*.cuh' -size -20k -exec cp {} "$work/cpp/" \;
 cp "$here"/rules/targets/*.json "$work/targets/"
 cp "$here"/fuzz/regressions/* "$work/py/" 2>/dev/null || true
+# configuration and baseline seeds: the tests' TOML and a report of a fixture
+find "$here/tests" "$here/examples" -name '*.toml' -exec cp {} "$work/settings/" \; 2>/dev/null || true
+for f in "$here"/fixtures/*/expect.json; do cp "$f" "$work/settings/$(basename "$(dirname "$f")").json"; done
+printf '[tool.layergate]\nselect = ["LG"]\nignore = ["LG007"]\nfail-on = "warning"\nmax-world-size = 8\n[tool.layergate.severity]\nLG008 = "error"\n' > "$work/settings/seed.toml"
 status=0
 run() {
   local bin=$1 corpus=$2 extra=$3
@@ -27,4 +31,5 @@ run() {
 run python_gate_fuzz "$work/py" "-max_len=65536"
 run targets_fuzz "$work/targets" "-max_len=16384"
 run cpp_dispatch_fuzz "$work/cpp" "-max_len=32768"
+run settings_fuzz "$work/settings" "-max_len=16384"
 exit $status
