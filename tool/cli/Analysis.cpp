@@ -68,7 +68,9 @@ void selectionLayer(const std::vector<python::SourceFile>& sources, const target
     g.env_reads = r.selection->env_reads;
     g.opaques = r.selection->opaques;
     g.assumed = r.selection->assumed;
-    solve::Solver s(g, none, req.solve);
+    solve::Options o = req.solve;
+    o.sizes = false;  // which class, not which sizes: the class's own gate bounds those
+    solve::Solver s(g, none, o);
     r.selection_cells.push_back(s.matrix());
   }
 }

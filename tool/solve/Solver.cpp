@@ -548,7 +548,7 @@ const std::vector<CellVerdict>& Solver::matrix() {
           v.gate.env = I.minimalEnv(admitted, c, nullptr);
           v.gate.condition = describeEnv(v.gate.env);
         }
-        v.gate.sizes = I.sizeRange(plain ? admitted && I.envUnset() : admitted, c);
+        if (I.opt.sizes) v.gate.sizes = I.sizeRange(plain ? admitted && I.envUnset() : admitted, c);
       }
       for (size_t i = 0; i < dispatch_.leaves.size(); ++i) {
         const auto& leaf = dispatch_.leaves[i];

@@ -107,6 +107,7 @@ struct Options {
   int min_world_size = 1;
   int max_world_size = 8;
   unsigned timeout_ms = 5000;  // per query
+  bool sizes = true;           // matrix(): the admitted message sizes per cell (a search of many queries)
 };
 
 // LG003's question: a config the gate admits in which the flag C++ receives
