@@ -229,3 +229,38 @@ TEST(Solver, CppOnlyEnvValueThatThrowsIsLG009NotLG002) {
   EXPECT_NE(fs[0].message.find("\"1stage\""), std::string::npos) << fs[0].message;
   EXPECT_EQ(fs[0].locations.at(0).line, 60);
 }
+
+namespace {
+
+// A dispatch switching on a variable the target maps (a kernel variant) with
+// no case for 3: a gap only if the gate hands 3 down. Unbound, the variable is
+// the dispatch's own term (some value launches): no finding. Bound to what the
+// gate hands down, the gap is exactly the cells where that is 3.
+TEST(Solver, AMappedCppVariableIsFreeOnlyWhenTheGateBindsIt) {
+  Gate g;
+  g.admit = Or(eq(ws(), 2), eq(ws(), 4));
+  g.per_call = True();
+  Dispatch d;
+  ExprPtr variant = Var("variant", Sort::Int);
+  ExprPtr known = Or(eq(variant, 0), eq(variant, 1));
+  d.leaves.push_back({LeafKind::Launch, known, "k", "", at(1), at(1), {}});
+  d.leaves.push_back({LeafKind::None, Not(known), "", "no case for variant", at(2), at(2), {}});
+  EXPECT_TRUE(check(g, d).empty());  // nothing says Python ever passes 3
+
+  // The gate hands down variant = (ws == 4 ? 3 : 0).
+  g.outputs.push_back(GateOutput{"variant", "Plan.variant", Ite(eq(ws(), 4), IntC(3), IntC(0)), {}, at(3)});
+  g.bound = Cmp(Op::Eq, variant, g.outputs[0].value);
+  auto fs = check(g, d);
+  std::vector<int> gap;
+  for (const auto& f : fs)
+    if (f.rule == "LG001") gap.push_back(static_cast<int>(f.config.world_size.value_or(0)));
+  EXPECT_EQ(gap, std::vector<int>{4});
+  for (const auto& f : fs)
+    if (f.rule == "LG001") {
+      EXPECT_FALSE(f.config.full_nvlink.has_value());  // neither side reads NVLink: one cell per world size
+      ASSERT_EQ(f.config.values.size(), 1u);
+      EXPECT_EQ(f.config.values[0], (std::pair<std::string, std::int64_t>{"variant", 3}));
+    }
+}
+
+}  // namespace

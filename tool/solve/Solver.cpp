@@ -120,7 +120,20 @@ struct Solver::Impl {
   // its own variable, tied to that value (see the constructor).
   bool split_flag = false;
 
+  // Config variables the gate side mentions (its predicate, asserts, the
+  // flag's value). A C++ config variable outside it (a dispatch parameter the
+  // target maps, e.g. a kernel variant, that no gate output binds) is not the
+  // user's to choose: nothing says which values Python passes, so it is
+  // treated as one of the dispatch's opaque terms ("some value reaches a
+  // launch"), never as a free variable a gap may pick.
+  std::set<std::string> py_config;
+  bool unboundCpp(const std::string& name, VarKind kind, Side side) const {
+    return kind == VarKind::Config && side == Side::Cpp && name != model::kWorldSize && name != model::kFullNvlink &&
+           name != model::kNbytes && model::envNameOf(name).empty() && !py_config.count(name);
+  }
+
   z3::expr var(const std::string& name, Sort sort, VarKind kind, Side side) {
+    if (unboundCpp(name, kind, side)) kind = VarKind::Opaque;
     std::string key = name;
     if (kind != VarKind::Config) key = (side == Side::Python ? "py:" : "cpp:") + name;
     if (split_flag && side == Side::Cpp && name == model::kFullNvlink) key = "cpp:" + name;
@@ -462,6 +475,10 @@ Solver::Solver(const model::Gate& gate, const model::Dispatch& dispatch, Options
     for (const auto& l : dispatch.leaves) mentions(l.condition);
     mentions(flag_value);
     reads_nvlink_ = nv;
+    for (const auto& e : {gate.predicate(), gate.assumed, flag_value})
+      if (e)
+        for (const auto& v : model::varsOf(e))
+          if (v.kind == VarKind::Config) I.py_config.insert(v.name);
   }
   I.ws = I.var(model::kWorldSize, Sort::Int, VarKind::Config, Side::Python);
   I.nvl = I.var(model::kFullNvlink, Sort::Bool, VarKind::Config, Side::Python);
