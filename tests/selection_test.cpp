@@ -52,6 +52,11 @@ TEST(Selection, SglangDispatchReturnsV2OnNvlinkByDefaultElseTheLegacyClass) {
   auto j = nlohmann::json::parse(report::renderJson(r));
   EXPECT_EQ(j["selection"]["function"], "dispatch_custom_allreduce");
   EXPECT_EQ(j["selection"]["arms"].size(), 2u);
+  report::HtmlOptions ho;
+  ho.file_base = ho.page_dir = "/";
+  std::string html = report::renderHtml({{"sglang-selection", &r}}, {}, ho);
+  EXPECT_NE(html.find("Selection layer: the implementation dispatch_custom_allreduce"), std::string::npos);
+  EXPECT_NE(html.find("<th>CustomAllReduceV2</th>"), std::string::npos);
   EXPECT_TRUE(r.findings.empty());
 }
 
@@ -60,6 +65,9 @@ TEST(Selection, NoSelectionFunctionNoSection) {
   EXPECT_FALSE(r.selection.has_value());
   EXPECT_EQ(report::renderText(r).find("Selection layer"), std::string::npos);
   EXPECT_TRUE(nlohmann::json::parse(report::renderJson(r))["selection"].is_null());
+  report::HtmlOptions ho;
+  ho.file_base = ho.page_dir = "/";
+  EXPECT_EQ(report::renderHtml({{"sglang-helper-module", &r}}, {}, ho).find("Selection layer"), std::string::npos);
 }
 
 }  // namespace

@@ -231,6 +231,36 @@ std::string renderMatrix(const Page& page, const Result& r, const std::string& u
       rows);
 }
 
+// The selection layer: per cell, which class the selection function returns.
+std::string renderSelection(const Page& page, const Result& r) {
+  const auto& sel = *r.selection;
+  std::string head = "<tr><th>ws</th><th>nvlink</th>";
+  for (const auto& a : sel.arms) head += "<th>" + esc(a.implementation == "?" ? "(other)" : a.implementation) + "</th>";
+  head += "</tr>\n";
+  std::string rows;
+  for (std::size_t i = 0; !r.selection_cells.empty() && i < r.selection_cells[0].size(); ++i) {
+    const auto& c = r.selection_cells[0][i].cell;
+    rows += fmt::format("<tr><th class=\"ws\">{}</th><td>{}</td>", c.world_size,
+                        c.nvlink_any ? "any" : c.full_nvlink ? "yes" : "no");
+    for (std::size_t a = 0; a < sel.arms.size(); ++a) {
+      std::string what = "-";
+      if (i < r.selection_cells[a].size()) {
+        const auto& g = r.selection_cells[a][i].gate;
+        what = g.state == solve::GateState::Admitted        ? "by default"
+               : g.state == solve::GateState::AdmittedWhen  ? "when " + g.condition
+               : g.state == solve::GateState::Undecided     ? "undecided"
+                                                            : "-";
+      }
+      rows += "<td>" + esc(what) + "</td>";
+    }
+    rows += "</tr>\n";
+  }
+  return fmt::format("<h3>Selection layer: the implementation {} returns, per cell</h3>\n<p class=\"muted\">{}: "
+                     "by default: with no env var set, for some machine facts; when ENV=v: only with that setting; "
+                     "-: never. Each implementation's own gate decides after it.</p>\n<table class=\"selection\">\n{}{}</table>\n",
+                     esc(sel.function), page.link(sel.where), head, rows);
+}
+
 std::string renderTrace(const Page& page, const std::vector<model::Hop>& trace) {
   std::string out = "<ol class=\"trace\">\n";
   auto layer = [](const model::Hop& h) {
@@ -301,6 +331,7 @@ std::string renderSection(const HtmlSection& s, size_t index, const HtmlOptions&
                      errors ? "error" : "clean", errors, errors == 1 ? "" : "s", warnings ? "warning" : "clean", warnings,
                      warnings == 1 ? "" : "s");
   if (!r.matrix.empty()) out += renderMatrix(page, r, unit);
+  if (r.selection && !r.selection->arms.empty()) out += renderSelection(page, r);
   out += fmt::format("<h3>Findings ({})</h3>\n", r.findings.size());
   if (r.findings.empty()) out += "<p class=\"muted\">none: every configuration the gate admits reaches a kernel.</p>\n";
   for (size_t i = 0; i < r.findings.size(); ++i) out += renderFinding(page, r, r.findings[i], i, unit);
