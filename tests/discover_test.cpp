@@ -675,6 +675,9 @@ TEST_F(Tree, PolicyGateIsFoundAndAnUnmodelledOneIsSaid) {
   auto j = nlohmann::json::parse(driver::renderScanJson(s));
   EXPECT_EQ(j["summary"]["not_analysed"], 1);
   EXPECT_EQ(j["not_analysed"][0]["kind"], "no model");
+  report::HtmlOptions ho;
+  ho.file_base = ho.page_dir = root_.string();
+  EXPECT_NE(driver::renderScanHtml(s, ho).find("is present and NOT analysed"), std::string::npos);
   auto sarif = nlohmann::json::parse(driver::renderScanSarif(s));
   EXPECT_EQ(sarif["runs"][0]["invocations"][0]["toolExecutionNotifications"][0]["level"], "warning");
 

@@ -187,7 +187,13 @@ std::string renderScanHtml(const ScanResult& s, const report::HtmlOptions& o) {
   std::vector<report::HtmlSection> sections;
   for (size_t i = 0; i < s.results.size(); ++i)
     sections.push_back({fmt::format("{} (target {})", filesText(s.units[i]), s.units[i].target), &s.results[i]});
-  return report::renderHtml(sections, s.notes, o);
+  // A layout found and not modelled is said on the page too (a stopped
+  // analysis already has its note).
+  std::vector<std::string> notes = s.notes;
+  for (const auto& x : s.unanalysed)
+    if (x.unmodelled)
+      notes.push_back(fmt::format("{} (target {}) is present and NOT analysed: {}", filesText(x.unit), x.unit.target, x.reason));
+  return report::renderHtml(sections, notes, o);
 }
 
 std::string renderScanSarif(const ScanResult& s) {
