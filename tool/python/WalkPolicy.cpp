@@ -62,6 +62,20 @@ const FuncInfo* Walker::setupFunction(const std::vector<std::string>& names, std
   return fi;
 }
 
+// One handed-down value: Gate::outputs gets it, Gate::bound ties its config
+// variable to it (an opaque int when it is no number the walker knows).
+void Walker::handDown(const std::string& var, const std::string& field, const Value& v, const Location& where) {
+  model::GateOutput o;
+  o.var = var;
+  o.field = field;
+  o.value = asInt(v);
+  if (!o.value) o.value = materialize(v, Sort::Int);
+  o.origin = v.origin;
+  o.where = where;
+  gate_.bound = model::And(gate_.bound, model::Cmp(Op::Eq, model::Var(var, Sort::Int, VarKind::Config), o.value));
+  gate_.outputs.push_back(std::move(o));
+}
+
 model::Gate Walker::runPolicy() {
   const auto& pol = spec_.policy;
   // The policy's file: the first that defines one of the functions named.
@@ -154,15 +168,7 @@ model::Gate Walker::runPolicy() {
     // The value on the admitted paths, the last one as the default arm.
     Value v = vs.back().second;
     for (std::size_t i = vs.size() - 1; i-- > 0;) v = merge(vs[i].first, vs[i].second, v);
-    model::GateOutput o;
-    o.var = var;
-    o.field = fieldname;
-    o.value = asInt(v);
-    if (!o.value) o.value = materialize(v, Sort::Int);
-    o.origin = v.origin;
-    o.where = gate_.admits.empty() ? gate_.enabling : gate_.admits.back().where;
-    gate_.bound = model::And(gate_.bound, model::Cmp(Op::Eq, model::Var(var, Sort::Int, VarKind::Config), o.value));
-    gate_.outputs.push_back(std::move(o));
+    handDown(var, fieldname, v, gate_.admits.empty() ? gate_.enabling : gate_.admits.back().where);
   }
   gate_.guard_site.found = false;
   gate_.guard_site.why = "the gate is the policy function " + fname + "; no guard is written into a policy";

@@ -497,15 +497,7 @@ model::Gate Walker::run() {
       note("self." + attr + " (handed down as " + var + ") is never set on an admitted path");
       continue;
     }
-    model::GateOutput o;
-    o.var = var;
-    o.field = class_name_ + "." + attr;
-    o.value = asInt(it->second);
-    if (!o.value) o.value = materialize(it->second, Sort::Int);
-    o.origin = it->second.origin;
-    o.where = gate_.enabling;
-    gate_.bound = model::And(gate_.bound, model::Cmp(Op::Eq, model::Var(var, Sort::Int, VarKind::Config), o.value));
-    gate_.outputs.push_back(std::move(o));
+    handDown(var, class_name_ + "." + attr, it->second, gate_.enabling);
   }
 
   // Per-call predicate.

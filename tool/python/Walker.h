@@ -339,6 +339,8 @@ class Walker {
 
   // --- policy gate and selection layer (WalkPolicy.cpp) -----------------------------
   model::Gate runPolicy();
+  // A value the gate hands down to C++: Gate::outputs and Gate::bound.
+  void handDown(const std::string& var, const std::string& field, const Value& v, const Location& where);
   // Parses and declares every file, then finds the first module-level function
   // named in `names`; walks its module's body. nullptr when no file defines one.
   const FuncInfo* setupFunction(const std::vector<std::string>& names, std::string& fname);

@@ -243,15 +243,7 @@ std::string renderSelection(const Page& page, const Result& r) {
     rows += fmt::format("<tr><th class=\"ws\">{}</th><td>{}</td>", c.world_size,
                         c.nvlink_any ? "any" : c.full_nvlink ? "yes" : "no");
     for (std::size_t a = 0; a < sel.arms.size(); ++a) {
-      std::string what = "-";
-      if (i < r.selection_cells[a].size()) {
-        const auto& g = r.selection_cells[a][i].gate;
-        what = g.state == solve::GateState::Admitted        ? "by default"
-               : g.state == solve::GateState::AdmittedWhen  ? "when " + g.condition
-               : g.state == solve::GateState::Undecided     ? "undecided"
-                                                            : "-";
-      }
-      rows += "<td>" + esc(what) + "</td>";
+      rows += "<td>" + esc(i < r.selection_cells[a].size() ? selectionCell(r.selection_cells[a][i]) : "-") + "</td>";
     }
     rows += "</tr>\n";
   }

@@ -48,6 +48,9 @@ std::string renderSarif(const Result& r);
 // to the page. file_base: the directory the Results' relative paths are
 // relative to (the scanned root, or the working directory); page_dir: where
 // the page will be (links are made relative to it); both absolute.
+// A selection arm's cell in words: "by default", "when ENV=v", "-" (never), "undecided".
+std::string selectionCell(const solve::CellVerdict& v);
+
 struct HtmlOptions {
   std::string title;
   std::string file_base;

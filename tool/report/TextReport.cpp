@@ -25,7 +25,8 @@ std::string gateCell(const solve::CellVerdict& v) {
   return "?";
 }
 
-// A selection arm's cell: whether the selection function returns that class there.
+}  // namespace
+
 std::string selectionCell(const solve::CellVerdict& v) {
   using solve::GateState;
   switch (v.gate.state) {
@@ -36,6 +37,8 @@ std::string selectionCell(const solve::CellVerdict& v) {
   }
   return "?";
 }
+
+namespace {
 
 std::string dispatchCell(const solve::CellVerdict& v) {
   // Only what can run for some value of the dispatch's own preconditions;
