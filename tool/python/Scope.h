@@ -62,7 +62,7 @@ struct Param {
 
 struct FuncInfo {
   TSNode node{};
-  bool is_static = false, is_classmethod = false;
+  bool is_static = false, is_classmethod = false, is_property = false;
   bool is_method = false;
   Module* mod = nullptr;  // the file that defines it
   // Module-level conditions the definition sits under that the target does not

@@ -163,6 +163,23 @@ std::string Walker::baseName(TSNode n) const {
 }
 
 Value Walker::evalCall(TSNode n, State& st, Frame& fr, Ctx& cx) {
+  if (!call_out_) return evalCallInner(n, st, fr, cx);
+  // Looking for a call that hands a value down: it may sit in the arguments
+  // of a call the walker does not follow (torch.from_dlpack(op(...))).
+  TSNode fn = field(n, "function");
+  Args a = parseArgs(field(n, "arguments"));
+  std::string callee = is(fn, "identifier") ? text(fn) : is(fn, "attribute") ? text(field(fn, "attribute")) : "";
+  if (callee == call_out_->call) captureCallOutput(n, a, st, fr, cx);
+  Value v = evalCallInner(n, st, fr, cx);
+  if (v.k == Value::K::Unknown) {
+    Ctx scratch = cx;
+    for (TSNode k : a.pos) eval(k, st, fr, scratch);
+    for (const auto& [kw, k] : a.kw) eval(k, st, fr, scratch);
+  }
+  return v;
+}
+
+Value Walker::evalCallInner(TSNode n, State& st, Frame& fr, Ctx& cx) {
   TSNode fn = field(n, "function");
   Args a = parseArgs(field(n, "arguments"));
   if (is(fn, "identifier")) {
@@ -242,6 +259,14 @@ Value Walker::evalCall(TSNode n, State& st, Frame& fr, Ctx& cx) {
       return replaceRecord(o, a, 0, n, st, fr, cx);
     if (o.k == Value::K::Object && o.tag == "module")
       if (auto c = classRef(o.text + "." + attr, cur_)) return constructRecord(*c, n, a, st, fr, cx);
+    if (o.k == Value::K::Object && o.tag == "dict" && attr == "get" && !a.pos.empty() && a.pos.size() <= 2 &&
+        a.kw.empty() && !a.splat) {
+      Value key = eval(a.pos[0], st, fr, cx);
+      Value dflt = a.pos.size() == 2 ? eval(a.pos[1], st, fr, cx) : vNone();
+      return dictLookup(o, key, &dflt, n, cx);
+    }
+    // a method of a record's or an Enum member's class
+    if (auto mv = memberCall(o, attr, false, n, a, st, fr, cx)) return *mv;
     if (o.k == Value::K::Object && (o.tag == "self" || o.tag == "class")) {
       auto m = methods_.find(attr);
       if (m != methods_.end()) {
@@ -307,6 +332,16 @@ Value Walker::callGiven(const FuncInfo& fi, const std::string& fname, const Valu
   if (fwd) ++forwarder_depth_;
   Value v = callFunction(fi, fname, self, call, a, st, fr, cx);
   if (fwd) --forwarder_depth_;
+  if (v.k == Value::K::Unknown) {
+    // not followed, but its def says what it returns: `-> Heuristic`
+    TSNode rt = field(fi.node, "return_type");
+    if (is(rt, "type")) rt = firstNamed(rt);
+    if (auto r = typedUnknown(rt, fi.mod, call, shortText(call))) {
+      note("the result of " + shortText(call) + " at " + where(call) + " is taken as a " + r->text +
+           " with unknown fields (its def's annotation)");
+      v = *r;
+    }
+  }
   if (spec_.probes.count(fname)) v = applyPatches(fname, v, call, a, st, fr, cx);
   return v;
 }

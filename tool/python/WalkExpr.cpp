@@ -54,6 +54,27 @@ Value Walker::envModuleRead(const std::string& var, TSNode at) {
         std::string ctor = lastComponent(text(field(rhs, "function")));
         TSNode arg = firstNamed(field(rhs, "arguments"));
         bool lit = !ts_node_is_null(arg) && (is(arg, "true") || is(arg, "false"));
+        if (ctor.find("Int") != std::string::npos && ctor.find("Bool") == std::string::npos &&
+            !ts_node_is_null(arg) && !is(arg, "keyword_argument")) {
+          // `VAR = EnvInt(16 * 1024)` / `EnvInt(None)`: int(value) when set, else the default
+          Value dflt;
+          {
+            ModuleScope scope(*this, m.get());
+            State s;
+            Frame f{Frame::Kind::Module};
+            Ctx c;
+            dflt = eval(arg, s, f, c);
+          }
+          if (dflt.k == Value::K::Int || dflt.k == Value::K::None) {
+            note("envs." + var + " read as declared at " + m->file->path + ":" +
+                 std::to_string(ts_node_start_point(as).row + 1) + " (" + ctor + ", default " + shortText(arg) +
+                 "): int(value) when set, else the default");
+            Value set = vInt(model::StrToInt(model::EnvValue(var)));
+            Value v = merge(model::EnvIsSet(var), set, dflt);
+            v.env_seen.push_back(var);
+            return v;
+          }
+        }
         if (ctor.find("Bool") == std::string::npos || !lit) continue;
         bool dflt = is(arg, "true");
         note("envs." + var + " read as declared at " + m->file->path + ":" +
@@ -123,6 +144,7 @@ Value Walker::eval(TSNode n, State& st, Frame& fr, Ctx& cx) {
     }
     return vList(std::move(xs));
   }
+  if (!std::strcmp(t, "dictionary")) return evalDict(n, st, fr, cx);
   if (!std::strcmp(t, "not_operator")) {
     Value a = eval(field(n, "argument"), st, fr, cx);
     Value r = vBool(model::Not(truthy(a)));
@@ -342,6 +364,8 @@ Value Walker::evalAttribute(TSNode n, State& st, Frame& fr, Ctx& cx) {
   if (auto fv = recordField(o, attr)) return *fv;
   // An Enum member is its value here (IntEnum members are ints): m.value is m.
   if (attr == "value" && o.k == Value::K::Int) return o;
+  // a property of a record's or an Enum member's class
+  if (auto pv = memberCall(o, attr, true, n, Args{}, st, fr, cx)) return *pv;
   if (o.k == Value::K::Object && o.tag == "pyclass") return classAttr(o, attr, n);
   if (o.k == Value::K::Object) {
     if (o.tag == "module") {
@@ -411,6 +435,7 @@ Value Walker::evalSubscript(TSNode n, State& st, Frame& fr, Ctx& cx) {
     cx.raises = model::Or(cx.raises, model::And(cx.guard, model::Not(model::EnvIsSet(name))));
     return vStr(model::EnvValue(name));
   }
+  if (o.k == Value::K::Object && o.tag == "dict") return dictLookup(o, i, nullptr, n, cx);
   if (o.k == Value::K::List && i.k == Value::K::Int && i.e->op == Op::IntConst) {
     int64_t k = i.e->i, sz = static_cast<int64_t>(o.items.size());
     if (k < 0) k += sz;

@@ -402,6 +402,7 @@ FuncInfo Walker::funcInfo(TSNode def, TSNode decorated, bool is_method) {
       std::string t = text(d);
       if (t.find("staticmethod") != std::string::npos) fi.is_static = true;
       if (t.find("classmethod") != std::string::npos) fi.is_classmethod = true;
+      if (t == "@property" || t == "@functools.cached_property" || t == "@cached_property") fi.is_property = true;
     }
   return fi;
 }

@@ -64,15 +64,16 @@ const FuncInfo* Walker::setupFunction(const std::vector<std::string>& names, std
 
 // One handed-down value: Gate::outputs gets it, Gate::bound ties its config
 // variable to it (an opaque int when it is no number the walker knows).
-void Walker::handDown(const std::string& var, const std::string& field, const Value& v, const Location& where) {
+void Walker::handDown(const std::string& var, const std::string& field, const Value& v, const Location& where,
+                      Sort sort) {
   model::GateOutput o;
   o.var = var;
   o.field = field;
-  o.value = asInt(v);
-  if (!o.value) o.value = materialize(v, Sort::Int);
+  o.value = sort == Sort::Str ? asStr(v) : asInt(v);
+  if (!o.value) o.value = materialize(v, sort);
   o.origin = v.origin;
   o.where = where;
-  gate_.bound = model::And(gate_.bound, model::Cmp(Op::Eq, model::Var(var, Sort::Int, VarKind::Config), o.value));
+  gate_.bound = model::And(gate_.bound, model::Cmp(Op::Eq, model::Var(var, sort, VarKind::Config), o.value));
   gate_.outputs.push_back(std::move(o));
 }
 

@@ -60,13 +60,30 @@ Value Walker::classAttr(const Value& cls, const std::string& attr, TSNode at) {
     State s;
     Frame f{Frame::Kind::Class};
     Ctx c;
+    // An Enum's members remember their class (for its properties and
+    // methods: `algo.algo_name`); enum.auto() numbers them 1, 2, ... after
+    // the last int member.
+    TSNode supers = field(m->classes.at(cls.text), "superclasses");
+    bool is_enum = !ts_node_is_null(supers) && text(supers).find("Enum") != std::string::npos;
+    std::int64_t next_auto = 1;
     for (TSNode k : named(body)) {
       if (!is(k, "expression_statement")) continue;
       TSNode as = firstNamed(k);
       if (!is(as, "assignment") || !is(field(as, "left"), "identifier") || ts_node_is_null(field(as, "right")))
         continue;
-      Value v = eval(field(as, "right"), s, f, c);
+      TSNode rhs = field(as, "right");
+      Value v;
+      if (is_enum && is(rhs, "call") && lastComponent(resolveAlias(dotted(field(rhs, "function")))) == "auto")
+        v = vInt(model::IntC(next_auto));
+      else
+        v = eval(rhs, s, f, c);
       std::string n = text(field(as, "left"));
+      if (is_enum && v.k == Value::K::Int && v.e->op == Op::IntConst) {
+        next_auto = v.e->i + 1;
+        v.tag = "enum";
+        v.name = cls.name;
+        v.text = cls.text;
+      }
       s.locals[n] = v;
       memo[n] = v;
     }
@@ -117,6 +134,7 @@ Value Walker::constructRecord(const Value& cls, TSNode call, const Args& a, Stat
   }
   if (names.empty() || a.pos.size() > names.size()) return unknown(call);
   Value r = vObject("record", cls.text);
+  r.name = cls.name;
   r.fields = names;
   r.items.assign(names.size(), Value{});
   r.loc = loc(call);
@@ -175,6 +193,102 @@ std::optional<Value> Walker::recordField(const Value& v, const std::string& f) {
   auto it = std::find(v.fields.begin(), v.fields.end(), f);
   if (it == v.fields.end()) return std::nullopt;
   return v.items[static_cast<std::size_t>(it - v.fields.begin())];
+}
+
+// The class of a record or an Enum member, as a "pyclass" value.
+std::optional<Value> Walker::classOf(const Value& v) const {
+  if (v.name.empty()) return std::nullopt;
+  if ((v.k == Value::K::Object && v.tag == "record") || (v.k == Value::K::Int && v.tag == "enum")) {
+    Value c = vObject("pyclass", v.text);
+    c.name = v.name;
+    return c;
+  }
+  return std::nullopt;
+}
+
+// A def in the class body of a record or an Enum member.
+const FuncInfo* Walker::memberDef(const Value& v, const std::string& attr) const {
+  auto c = classOf(v);
+  if (!c) return nullptr;
+  Module* m = classModule(*c);
+  if (!m) return nullptr;
+  auto it = m->funcs.find(c->text + "." + attr);
+  return it == m->funcs.end() ? nullptr : &it->second;
+}
+
+// v.attr(...) / v.attr (a property) where v is a record or an Enum member
+// of a given class, through merges: the def inlined with self = v. A path
+// whose value is None keeps None (the call raises there: no value flows on).
+std::optional<Value> Walker::memberCall(const Value& v, const std::string& attr, bool property, TSNode call,
+                                        const Args& a, State& st, Frame& fr, Ctx& cx) {
+  if (v.k == Value::K::Merge) {
+    auto x = memberCall(*v.a, attr, property, call, a, st, fr, cx);
+    auto y = memberCall(*v.b, attr, property, call, a, st, fr, cx);
+    if (x && y) return merge(v.cond, *x, *y);
+    if (x && v.b->k == Value::K::None) return merge(v.cond, *x, *v.b);
+    if (y && v.a->k == Value::K::None) return merge(v.cond, *v.a, *y);
+    return std::nullopt;
+  }
+  const FuncInfo* fi = memberDef(v, attr);
+  if (!fi || fi->is_property != property || fi->is_static || fi->is_classmethod) return std::nullopt;
+  return callFunction(*fi, attr, v, call, a, st, fr, cx);
+}
+
+// A record of the class the annotation `ann` names, each field an unknown
+// (a nested record where the field's own annotation names a record class):
+// what a call returns that the walker could not follow but whose def says
+// `-> Heuristic`. The fields' unknowns are named after the call and the field.
+std::optional<Value> Walker::typedUnknown(TSNode ann, const Module* in, TSNode call, const std::string& prefix,
+                                          int depth) {
+  if (ts_node_is_null(ann) || depth > 3) return std::nullopt;
+  auto c = classRef(text(ann), in);
+  if (!c) return std::nullopt;
+  Module* m = classModule(*c);
+  if (!m || m->funcs.count(c->text + ".__init__")) return std::nullopt;
+  Value r = vObject("record", c->text);
+  r.name = c->name;
+  r.loc = loc(call);
+  for (TSNode k : named(field(m->classes.at(c->text), "body"))) {
+    TSNode n{}, d{};
+    if (!annotatedField(k, n, d)) continue;
+    std::string f = text(n);
+    TSNode fty = field(firstNamed(k), "type");
+    if (is(fty, "type")) fty = firstNamed(fty);
+    std::optional<Value> sub = typedUnknown(fty, m, call, prefix + "." + f, depth + 1);
+    Value u = sub ? *sub : unknown(call);
+    if (!sub) {
+      u.text = prefix + "." + f;
+      u.name = u.text;
+    }
+    r.fields.push_back(f);
+    r.items.push_back(u);
+  }
+  if (r.fields.empty()) return std::nullopt;
+  return r;
+}
+
+// A dict display: its (key, value) pairs, in order, as items 2i and 2i+1.
+Value Walker::evalDict(TSNode n, State& st, Frame& fr, Ctx& cx) {
+  Value d = vObject("dict", shortText(n));
+  for (TSNode k : named(n)) {
+    if (!is(k, "pair")) return unknown(n);  // **splat, comprehension
+    d.items.push_back(eval(field(k, "key"), st, fr, cx));
+    d.items.push_back(eval(field(k, "value"), st, fr, cx));
+  }
+  return d;
+}
+
+// d[k] (KeyError where no key matches: those paths raise) or d.get(k, dflt).
+Value Walker::dictLookup(const Value& d, const Value& key, const Value* dflt, TSNode at, Ctx& cx) {
+  Value r = dflt ? *dflt : unknown(at);
+  ExprPtr matched = model::False();
+  for (std::size_t i = d.items.size(); i >= 2; i -= 2) {
+    ExprPtr eq = eqv(key, d.items[i - 2], at);
+    r = merge(eq, d.items[i - 1], r);
+    matched = model::Or(matched, eq);
+  }
+  if (!dflt) cx.raises = model::Or(cx.raises, model::And(cx.guard, model::Not(matched)));
+  return r;
 }
 
 }  // namespace layergate::python::detail

@@ -48,6 +48,21 @@ ExprPtr Walker::asInt(const Value& v) {
   }
 }
 
+// The value as a string expression (an unknown or a non-string leaf: an
+// opaque string), or null.
+ExprPtr Walker::asStr(const Value& v) {
+  switch (v.k) {
+    case Value::K::Str: return v.e;
+    case Value::K::Merge: {
+      ExprPtr a = asStr(*v.a), b = asStr(*v.b);
+      if (!a || !b) return nullptr;
+      return model::Ite(v.cond, a, b);
+    }
+    case Value::K::Undef: return nullptr;
+    default: return materialize(v, Sort::Str);
+  }
+}
+
 Value Walker::merge(const ExprPtr& c, const Value& a, const Value& b) {
   if (model::isTrue(c)) return a;
   if (model::isFalse(c)) return b;

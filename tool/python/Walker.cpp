@@ -519,25 +519,8 @@ model::Gate Walker::run() {
     TSNode fn = pc->node;
     gate_.has_per_call = true;
     gate_.per_call_loc = loc(fn, "per-call");
-    auto params = parseParams(field(fn, "parameters"));
-    State st;
-    st.attrs = snapshot;
-    std::size_t i = 0;
-    if (!pc->is_static && !params.empty()) st.locals[params[i++].name] = vObject("self", "self");
-    bool tensor_bound = false;
-    for (; i < params.size(); ++i) {
-      const Param& p = params[i];
-      if (!tensor_bound && !p.star && !p.kwstar) {
-        st.locals[p.name] = vObject("tensor", p.name);
-        tensor_bound = true;
-      } else if (p.has_default) {
-        st.locals[p.name] = defaultValue(p);
-      } else {
-        st.locals[p.name] = paramUnknown(p.name, fn);
-      }
-    }
     Frame fr{Frame::Kind::PerCall};
-    walkBlock(field(fn, "body"), st, fr);
+    walkPerMessage(*pc, snapshot, fr);
     std::vector<ExprPtr> terms;
     for (const auto& x : fr.returns) {
       ExprPtr t = model::And(x.cond, truthy(x.value));
@@ -551,9 +534,91 @@ model::Gate Walker::run() {
     }
     gate_.per_call = model::OrAll(terms);
   }
+  callOutputs(snapshot);
   findGuardSite(pc, snapshot, en, builder != nullptr);
   pruneTentative();
   return gate_;
+}
+
+// A per-message method (should_custom_ar, custom_all_reduce) walked with the
+// attributes the constructor leaves: its first parameter after self is the
+// message tensor, the others their defaults or unknowns.
+void Walker::walkPerMessage(const FuncInfo& m, const std::map<std::string, Value>& snapshot, Frame& fr) {
+  TSNode fn = m.node;
+  auto params = parseParams(field(fn, "parameters"));
+  State st;
+  st.attrs = snapshot;
+  std::size_t i = 0;
+  if (!m.is_static && !params.empty()) st.locals[params[i++].name] = vObject("self", "self");
+  bool tensor_bound = false;
+  for (; i < params.size(); ++i) {
+    const Param& p = params[i];
+    if (!tensor_bound && !p.star && !p.kwstar) {
+      st.locals[p.name] = vObject("tensor", p.name);
+      tensor_bound = true;
+    } else if (p.has_default) {
+      st.locals[p.name] = defaultValue(p);
+    } else {
+      st.locals[p.name] = paramUnknown(p.name, fn);
+    }
+  }
+  walkBlock(field(fn, "body"), st, fr);
+}
+
+// Values handed down per call: the method is walked per message and the
+// argument of the named call captured where it is reached. The cell's
+// configurations are those that reach the call (bound: reached and the
+// variable equal to what is passed there); a Python path that raises before
+// it runs no kernel.
+void Walker::callOutputs(const std::map<std::string, Value>& snapshot) {
+  for (const auto& [var, co] : spec_.call_outputs) {
+    auto it = methods_.find(co.method);
+    if (it == methods_.end()) {
+      note("no method " + co.method + " (its call " + co.call + " hands down " + var + "): " + var +
+           " is not bound by the gate");
+      continue;
+    }
+    captures_.clear();
+    call_out_ = &co;
+    Frame fr{Frame::Kind::PerCall};
+    walkPerMessage(it->second, snapshot, fr);
+    call_out_ = nullptr;
+    if (captures_.empty()) {
+      note(co.method + " never reaches a call " + co.call + " (it hands down " + var + "): " + var +
+           " is not bound by the gate");
+      continue;
+    }
+    // The value where each capture is reached (the last capture the fallback).
+    Value v = captures_.back().value;
+    ExprPtr reached = captures_.back().reached;
+    for (std::size_t k = captures_.size() - 1; k-- > 0;) {
+      v = merge(captures_[k].reached, captures_[k].value, v);
+      reached = model::Or(reached, captures_[k].reached);
+    }
+    bool str = false;
+    std::function<void(const Value&)> scan = [&](const Value& x) {
+      if (x.k == Value::K::Str) str = true;
+      if (x.k == Value::K::Merge) {
+        scan(*x.a);
+        scan(*x.b);
+      }
+    };
+    scan(v);
+    handDown(var, co.method + ": " + co.call + " argument " + std::to_string(co.argument), v, captures_.back().where,
+             str ? Sort::Str : Sort::Int);
+    gate_.bound = model::And(gate_.bound, reached);
+  }
+}
+
+void Walker::captureCallOutput(TSNode call, const Args& a, State& st, Frame& fr, Ctx& cx) {
+  if (a.splat || static_cast<std::size_t>(call_out_->argument) >= a.pos.size()) return;
+  Capture c;
+  c.reached = model::And(fr.entry, model::And(st.full(), cx.guard));
+  Ctx scratch = cx;
+  c.value = eval(a.pos[static_cast<std::size_t>(call_out_->argument)], st, fr, scratch);
+  c.where = loc(a.pos[static_cast<std::size_t>(call_out_->argument)], "handed down");
+  c.where.note = shortText(call);
+  captures_.push_back(std::move(c));
 }
 
 void Walker::pruneTentative() {

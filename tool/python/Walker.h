@@ -125,6 +125,7 @@ class Walker {
   ExprPtr materialize(const Value& v, Sort s);
   ExprPtr truthy(const Value& v);
   ExprPtr asInt(const Value& v);
+  ExprPtr asStr(const Value& v);
 
   // --- trace origins ----------------------------------------------------------
   static bool sameHop(const model::Hop& x, const model::Hop& y);
@@ -186,6 +187,7 @@ class Walker {
   static bool isLoggingObject(const std::string& base);
   std::string baseName(TSNode n) const;
   Value evalCall(TSNode n, State& st, Frame& fr, Ctx& cx);
+  Value evalCallInner(TSNode n, State& st, Frame& fr, Ctx& cx);
   Value probeValue(const std::string& probe);
   Value probeAt(const std::string& probe, TSNode call);
 
@@ -336,11 +338,34 @@ class Walker {
   // r.f, through merges; nullopt when `v` is no record (or lacks f on some path).
   std::optional<Value> recordField(const Value& v, const std::string& f);
   std::map<std::string, std::map<std::string, Value>> class_attr_memo_;
+  std::optional<Value> classOf(const Value& v) const;
+  const FuncInfo* memberDef(const Value& v, const std::string& attr) const;
+  // v.m(...) / v.prop for a record or an Enum member: the class's def inlined
+  // with self = v; nullopt when v's class has no such def.
+  std::optional<Value> memberCall(const Value& v, const std::string& attr, bool property, TSNode call, const Args& a,
+                                  State& st, Frame& fr, Ctx& cx);
+  // An unknown result of a def annotated `-> Cls` (a record class): a Cls
+  // record with unknown fields.
+  std::optional<Value> typedUnknown(TSNode ann, const Module* in, TSNode call, const std::string& prefix, int depth = 0);
+  Value evalDict(TSNode n, State& st, Frame& fr, Ctx& cx);
+  Value dictLookup(const Value& d, const Value& key, const Value* dflt, TSNode at, Ctx& cx);
 
   // --- policy gate and selection layer (WalkPolicy.cpp) -----------------------------
   model::Gate runPolicy();
   // A value the gate hands down to C++: Gate::outputs and Gate::bound.
-  void handDown(const std::string& var, const std::string& field, const Value& v, const Location& where);
+  void handDown(const std::string& var, const std::string& field, const Value& v, const Location& where,
+                Sort sort = Sort::Int);
+  // Per-call hand-downs (python.call_outputs), Walker.cpp.
+  void walkPerMessage(const FuncInfo& m, const std::map<std::string, Value>& snapshot, Frame& fr);
+  void callOutputs(const std::map<std::string, Value>& snapshot);
+  void captureCallOutput(TSNode call, const Args& a, State& st, Frame& fr, Ctx& cx);
+  struct Capture {
+    ExprPtr reached;
+    Value value;
+    Location where;
+  };
+  const target::PythonGateSpec::CallOutput* call_out_ = nullptr;
+  std::vector<Capture> captures_;
   // Parses and declares every file, then finds the first module-level function
   // named in `names`; walks its module's body. nullptr when no file defines one.
   const FuncInfo* setupFunction(const std::vector<std::string>& names, std::string& fname);

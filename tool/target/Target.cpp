@@ -107,6 +107,20 @@ Target fromJson(const json& j, const std::string& origin) {
     t.python.env_modules = strings(p, "env_modules", origin);
     t.python.outputs = mapOf<std::string>(p, "outputs", origin);
     t.python.selection_functions = strings(p, "selection", origin);
+    const json& cos = object(p, "call_outputs", origin);
+    for (auto it = cos.begin(); it != cos.end(); ++it) {
+      const std::string where = origin + ": \"python.call_outputs." + it.key() + "\"";
+      const json& c = it.value();
+      if (!c.is_object() || !c.contains("method") || !c.at("method").is_string() || !c.contains("call") ||
+          !c.at("call").is_string() || !c.contains("argument") || !c.at("argument").is_number_integer() ||
+          c.at("argument").get<int>() < 0)
+        throw InputError(where + " must be an object {\"method\": str, \"call\": str, \"argument\": int >= 0}");
+      PythonGateSpec::CallOutput co;
+      co.method = c.at("method").get<std::string>();
+      co.call = c.at("call").get<std::string>();
+      co.argument = c.at("argument").get<int>();
+      t.python.call_outputs[it.key()] = co;
+    }
     const json& pol = object(p, "policy", origin);
     t.python.policy.functions = strings(pol, "functions", origin);
     t.python.policy.outputs = mapOf<std::string>(pol, "outputs", origin);

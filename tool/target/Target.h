@@ -36,6 +36,16 @@ struct PythonGateSpec {
   // constructor leaves it on the admitted paths -> the config variable the C++
   // side reads (quick all-reduce's qr_quant_level -> quant_level).
   std::map<std::string, std::string> outputs;
+  // Values handed down per call (issue 13): the config variable the C++ side
+  // reads <- argument `argument` (0-based) of the call named `call` that the
+  // per-message method `method` makes (directly or in a helper it calls), on
+  // the paths that reach it (CustomAllReduceV2.custom_all_reduce ->
+  // module.all_reduce(comm, input, algo.algo_name, pull_arg): "algo").
+  struct CallOutput {
+    std::string method, call;
+    int argument = 0;
+  };
+  std::map<std::string, CallOutput> call_outputs;
   // A policy gate (issue 13): a module-level function whose return value is
   // the gate (None: not admitted) and whose record fields are the values it
   // hands down (a kernel variant, a block count). Empty: a class gate.
