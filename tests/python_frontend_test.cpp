@@ -30,6 +30,8 @@ struct Cfg {
   std::int64_t nbytes = 4096;
   std::map<std::string, std::string> env;  // absent: unset
   std::map<std::string, bool> bools;       // probes/opaques by name (default true)
+  std::map<std::string, std::int64_t> ints;  // other int variables (default 0)
+  std::map<std::string, std::string> strs;   // string variables (default "")
 };
 
 struct Val {
@@ -64,6 +66,12 @@ Val ev(const ExprPtr& e, const Cfg& c) {
       } else if (e->sort == Sort::Bool) {
         auto it = c.bools.find(n);
         v.b = it == c.bools.end() ? true : it->second;
+      } else if (e->sort == Sort::Int) {
+        auto it = c.ints.find(n);
+        v.i = it == c.ints.end() ? 0 : it->second;
+      } else if (e->sort == Sort::Str) {
+        auto it = c.strs.find(n);
+        v.s = it == c.strs.end() ? "" : it->second;
       }
       return v;
     }
@@ -1243,4 +1251,183 @@ TEST(PythonFrontendGuardSite, ComputedNvlinkValueIsNoExpression) {
   EXPECT_TRUE(g.guard_site.found);  // the world size alone is enough for some cells
   EXPECT_EQ(g.guard_site.world_size, "self.ngpus");
   EXPECT_EQ(g.guard_site.full_nvlink, "");
+}
+
+// --- values a class gate hands down (issue 13): records with methods and
+// properties, enum members with a property, dicts, EnvInt, per-call outputs ----
+
+namespace {
+
+const char* kHandDownSrc = R"(import enum
+from typing import NamedTuple
+import torch.distributed as dist
+from sglang.srt.distributed.device_communicators.custom_all_reduce_utils import is_full_nvlink
+
+KB = 1024
+
+
+class EnvInt:
+    def __init__(self, default):
+        self.default = default
+
+
+class _Envs:
+    CAP_KB = EnvInt(None)
+
+
+envs = _Envs()
+
+
+class Range(NamedTuple):
+    lo: int
+    hi: int
+
+    def contains(self, n: int) -> bool:
+        return self.lo <= n <= self.hi
+
+    def clip(self, cap: int) -> "Range":
+        return Range(min(self.lo, cap), min(self.hi, cap))
+
+
+class Plan(NamedTuple):
+    small: int
+    big: int
+    window: Range = Range(0, 0)
+
+    @property
+    def need(self) -> int:
+        return max(self.small, self.big, self.window.hi)
+
+    def clip(self, *, cap: int) -> "Plan":
+        return Plan(min(self.small, cap), min(self.big, cap), self.window.clip(cap))
+
+
+def _packed(*xs) -> Plan:
+    return Plan(*[x for x in xs])
+
+
+def plan_for(ws: int) -> Plan:
+    sizes = {2: 64 * KB, 4: 32 * KB}
+    return Plan(sizes.get(ws, 16 * KB), 256 * KB, Range(128 * KB, 512 * KB))
+
+
+class Algo(enum.Enum):
+    SMALL = enum.auto()
+    BIG = enum.auto()
+
+    @property
+    def label(self) -> str:
+        return _LABELS[self]
+
+
+_LABELS = {Algo.SMALL: "small", Algo.BIG: "big"}
+
+
+class CustomAllreduce:
+    def __init__(self, group, cap=1024 * KB):
+        self.disabled = True
+        world_size = dist.get_world_size(group=group)
+        if world_size not in (2, 4, 8):
+            return
+        if not is_full_nvlink(None, world_size):
+            return
+        forced = envs.CAP_KB.get()
+        if forced is not None:
+            cap = forced * KB
+        base = plan_for(world_size)
+        self.workspace = min(base.need, cap)
+        self.plan = base.clip(cap=self.workspace)
+        self.other = _packed(1, 2).clip(cap=self.workspace)
+        self.disabled = False
+
+    def _pick(self, n):
+        if n <= self.plan.small:
+            return Algo.SMALL
+        if self.plan.window.contains(n) or n <= self.plan.big:
+            return Algo.BIG
+        return None
+
+    def should_custom_ar(self, inp):
+        if self.disabled:
+            return False
+        return self._pick(inp.numel() * inp.element_size()) is not None
+
+    def all_reduce(self, inp):
+        algo = self._pick(inp.numel() * inp.element_size())
+        assert algo is not None
+        return wrap(native_op(self.handle, inp, algo.label))
+)";
+
+model::Gate handDownGate() {
+  target::PythonGateSpec s = spec();
+  s.outputs = {{"workspace", "ws_bytes"}};
+  target::PythonGateSpec::CallOutput co;
+  co.method = "all_reduce";
+  co.call = "native_op";
+  co.argument = 2;
+  s.call_outputs = {{"algo", co}};
+  return python::extractGate(python::SourceFile{"gate.py", kHandDownSrc}, s, python::Limits{});
+}
+
+const model::GateOutput* outputOf(const model::Gate& g, const std::string& var) {
+  for (const auto& o : g.outputs)
+    if (o.var == var) return &o;
+  return nullptr;
+}
+
+}  // namespace
+
+// The configuration with the handed-down variables at the values the gate
+// passes in it.
+Cfg withOutputs(const model::Gate& g, Cfg c) {
+  for (const auto& o : g.outputs) {
+    Val v = ev(o.value, c);
+    if (o.value->sort == Sort::Str) c.strs[o.var] = v.s;
+    else c.ints[o.var] = v.i;
+  }
+  return c;
+}
+
+TEST(PythonFrontend, RecordMethodsPropertiesAndDictsGiveTheHandedDownSize) {
+  auto g = handDownGate();
+  const auto* ws = outputOf(g, "ws_bytes");
+  ASSERT_NE(ws, nullptr);
+  // need = max(small, big, window.hi) = 512 KiB, under the 1 MiB default cap
+  EXPECT_EQ(ev(ws->value, cfg(2, true, 16)).i, 512 * 1024);
+  EXPECT_EQ(ev(ws->value, cfg(8, true, 16)).i, 512 * 1024);
+  // EnvInt(None): unset keeps the default; CAP_KB=64 caps the workspace
+  Cfg capped = cfg(2, true, 16);
+  capped.env["CAP_KB"] = "64";
+  EXPECT_EQ(ev(ws->value, capped).i, 64 * 1024);
+  // admitted up to the clipped window (Range.contains through the record)
+  EXPECT_TRUE(admits(g, withOutputs(g, cfg(2, true, 512 * 1024))));
+  EXPECT_FALSE(admits(g, withOutputs(g, cfg(2, true, 512 * 1024 + 16))));
+  EXPECT_FALSE(admits(g, withOutputs(g, cfg(3, true, 16))));
+  EXPECT_FALSE(admits(g, withOutputs(g, cfg(2, false, 16))));
+  capped.nbytes = 64 * 1024;
+  EXPECT_TRUE(admits(g, withOutputs(g, capped)));
+  capped.nbytes = 64 * 1024 + 16;
+  EXPECT_FALSE(admits(g, withOutputs(g, capped)));
+  // a variable at another value than the gate passes is no configuration
+  Cfg off = withOutputs(g, cfg(2, true, 4096));
+  off.ints["ws_bytes"] += 1;
+  EXPECT_FALSE(admits(g, off));
+  EXPECT_TRUE(hasNote(g, "_packed(1, 2)")) << "the annotated result taken as a Plan";
+}
+
+TEST(PythonFrontend, PerCallOutputIsTheEnumPropertyAtTheNativeCall) {
+  auto g = handDownGate();
+  const auto* algo = outputOf(g, "algo");
+  ASSERT_NE(algo, nullptr);
+  ASSERT_EQ(algo->value->sort, Sort::Str);
+  // enum.auto() members, their property through the module's dict;
+  // dict.get's default for world size 8: small = 16 KiB
+  EXPECT_EQ(ev(algo->value, cfg(2, true, 64 * 1024)).s, "small");
+  EXPECT_EQ(ev(algo->value, cfg(2, true, 64 * 1024 + 16)).s, "big");
+  EXPECT_EQ(ev(algo->value, cfg(8, true, 16 * 1024)).s, "small");
+  EXPECT_EQ(ev(algo->value, cfg(8, true, 16 * 1024 + 16)).s, "big");
+  Cfg c = withOutputs(g, cfg(2, true, 4096));
+  EXPECT_TRUE(admits(g, c));
+  c.strs["algo"] = "big";
+  EXPECT_FALSE(admits(g, c)) << "4 KiB is handed down as small";
 }
