@@ -208,11 +208,6 @@ class Walker {
   std::string kernelArgName(const Expr* a, int depth = 0) {
     const Expr* e = stripCasts(a);
     if (auto* u = dyn_cast_or_null<UnaryOperator>(e); u && u->getOpcode() == UO_AddrOf) e = stripCasts(u->getSubExpr());
-    // With its template arguments when they are written (kernel<1> and
-    // kernel<2> are two kernels).
-    if (auto* o = dyn_cast_or_null<OverloadExpr>(e); o && o->hasExplicitTemplateArgs()) return textOf(e);
-    if (auto* d = dyn_cast_or_null<DeclRefExpr>(e); d && d->hasExplicitTemplateArgs()) return textOf(e);
-    if (auto* d = dyn_cast_or_null<DependentScopeDeclRefExpr>(e); d && d->hasExplicitTemplateArgs()) return textOf(e);
     std::string f = functionRefName(a);
     if (!f.empty() || depth > 8) return f;
     if (auto* co = dyn_cast_or_null<ConditionalOperator>(e)) {
@@ -223,9 +218,16 @@ class Walker {
     if (auto* d = dyn_cast_or_null<DeclRefExpr>(e))
       if (auto* vd = dyn_cast<VarDecl>(d->getDecl()); vd && vd->hasLocalStorage() && !isa<ParmVarDecl>(vd))
         if (const Expr* init = vd->getInit()) return kernelArgName(init, depth + 1);
-    if (!e || isa<DeclRefExpr>(e) || isa<CallExpr>(e)) return {};
-    if (isa<DependentScopeDeclRefExpr>(e) || isa<UnresolvedLookupExpr>(e) || isa<CXXDependentScopeMemberExpr>(e))
-      return textOf(e);
+    // A kernel held by a (static, constexpr) variable or a variable template
+    // (`kernel_pull<1, Graph>`): its name, without template arguments as for
+    // functions.
+    if (auto* d = dyn_cast_or_null<DeclRefExpr>(e)) {
+      if (auto* vd = dyn_cast<VarDecl>(d->getDecl()); vd && !vd->hasLocalStorage()) return vd->getNameAsString();
+      return {};
+    }
+    if (auto* o = dyn_cast_or_null<OverloadExpr>(e)) return o->getName().getAsString();
+    if (auto* ds = dyn_cast_or_null<DependentScopeDeclRefExpr>(e)) return ds->getDeclName().getAsString();
+    if (auto* dm = dyn_cast_or_null<CXXDependentScopeMemberExpr>(e)) return dm->getMember().getAsString();
     return {};
   }
 

@@ -7,7 +7,7 @@
 #define DLPACK_EXTERN_C extern "C"
 #define DLPACK_DLL
 
-typedef enum {
+typedef enum : int32_t {
   kDLCPU = 1, kDLCUDA = 2, kDLCUDAHost = 3, kDLOpenCL = 4, kDLVulkan = 7, kDLMetal = 8, kDLVPI = 9,
   kDLROCM = 10, kDLROCMHost = 11, kDLExtDev = 12, kDLCUDAManaged = 13, kDLOneAPI = 14, kDLWebGPU = 15,
   kDLHexagon = 16, kDLMAIA = 17, kDLTrn = 18,
@@ -18,7 +18,7 @@ typedef struct {
   int32_t device_id;
 } DLDevice;
 
-typedef enum {
+typedef enum : uint8_t {
   kDLInt = 0U, kDLUInt = 1U, kDLFloat = 2U, kDLOpaqueHandle = 3U, kDLBfloat = 4U, kDLComplex = 5U,
   kDLBool = 6U, kDLFloat8_e3m4 = 7U, kDLFloat8_e4m3 = 8U, kDLFloat8_e4m3b11fnuz = 9U,
   kDLFloat8_e4m3fn = 10U, kDLFloat8_e4m3fnuz = 11U, kDLFloat8_e5m2 = 12U, kDLFloat8_e5m2fnuz = 13U,
