@@ -1148,3 +1148,203 @@ TEST(CppFrontend, EnvForcedAlgorithmForms) {
 }
 
 }  // namespace
+
+// --- a JIT all-reduce (issue 13): a class template's static run over a
+// communicator object, checks by a precondition class template, a launcher
+// functor, a string algorithm and workspace sizes. Our own miniature: the
+// library headers sit in the checkout's include/ (cpp.include_dirs), the
+// tvm-ffi and DLPack headers are the bundled stubs.
+
+namespace {
+
+const char* kJitLib = R"(#pragma once
+#include <dlpack/dlpack.h>
+#include <tvm/ffi/container/tensor.h>
+#include <tvm/ffi/extra/c_env_api.h>
+#include <tvm/ffi/object.h>
+#include <cuda_runtime.h>
+#include <concepts>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+namespace mylib {
+struct Failure : std::runtime_error { using std::runtime_error::runtime_error; };
+template <typename... Args>
+struct Check {
+  template <typename Cond>
+  explicit Check(Cond&& ok, Args&&...) { if (!ok) throw Failure("check failed"); }
+};
+template <typename Cond, typename... Args>
+explicit Check(Cond&&, Args&&...) -> Check<Args...>;
+inline void require(bool ok, const char* what) { if (!ok) throw Failure(what); }
+#define CHECK_ARG(c) ::mylib::require((c), #c)
+template <std::integral T> constexpr T ceil_div(T a, T b) { return (a + b - 1) / b; }
+struct Launch {
+  Launch(dim3 grid, dim3 block, cudaStream_t s) {
+    cfg_.gridDim = grid; cfg_.blockDim = block; cfg_.stream = s; cfg_.numAttrs = 0; cfg_.attrs = nullptr;
+  }
+  Launch& pdl(bool on) { (void)on; return *this; }
+  template <typename K, typename... A>
+  void operator()(K&& kernel, A&&... args) const { cudaLaunchKernelEx(&cfg_, kernel, static_cast<A&&>(args)...); }
+  cudaLaunchConfig_t cfg_;
+};
+struct CommObj : public tvm::ffi::Object {
+  TVM_FFI_DECLARE_OBJECT_INFO_FINAL("test.Comm", CommObj, tvm::ffi::Object);
+  uint32_t ranks;
+  int64_t push_cap;
+  int64_t pull_cap;
+  uint32_t blocks;
+  void* scratch;
+};
+struct CommRef : public tvm::ffi::ObjectRef {
+  TVM_FFI_DEFINE_OBJECT_REF_METHODS_NOTNULLABLE(CommRef, tvm::ffi::ObjectRef, CommObj);
+};
+}  // namespace mylib
+)";
+
+const char* kJitDispatch = R"(#include <mylib/host.h>
+#include <tvm/ffi/extra/stl.h>
+#include <string>
+template <typename T, int kRanks> __global__ void push_kernel(const T* in, T* out, int n) {}
+template <typename T, int kRanks, int kShot> __global__ void pull_kernel(const T* in, T* out, int n) {}
+__global__ void copy_kernel(void* dst, const void* src) {}
+namespace {
+template <typename T, uint32_t kRanks, bool kPdl>
+struct ArKernel {
+  template <int kShot>
+  static constexpr auto pull = pull_kernel<T, kRanks, kShot>;
+  static tvm::ffi::Tensor run(mylib::CommRef ref, tvm::ffi::Tensor x, std::string mode, bool graph) {
+    const auto& c = *ref.get();
+    mylib::Check(mode == "push" || mode == "pull1" || mode == "pull2", "bad mode: ", mode);  // MODE
+    mylib::Check(c.ranks == kRanks, "rank count mismatch");  // RANKS
+    CHECK_ARG(x.IsContiguous());  // CONTIG
+    const int64_t nbytes = x.numel() * sizeof(T);
+    mylib::require(nbytes % 16 == 0, "not a multiple of 16");  // ALIGN
+    for (uint32_t i = 0; i < kRanks; ++i) (void)i;
+    const auto stream = static_cast<cudaStream_t>(::TVMFFIEnvGetStream(x.device().device_type, 0));
+    const auto copy = [&](void* dst, const void* src) { mylib::Launch(1, 128, stream)(copy_kernel, dst, src); };
+    if (mode == "push") {
+      mylib::Check(nbytes <= c.push_cap, "input of ", nbytes, " bytes over the push workspace");  // PUSHCAP
+      mylib::Launch(c.blocks, 256, stream).pdl(kPdl)(push_kernel<T, kRanks>, (const T*)x.data_ptr(), (T*)x.data_ptr(), 0);  // PUSHLAUNCH
+      return x;
+    }
+    mylib::Check(nbytes <= c.pull_cap, "over the pull workspace");  // PULLCAP
+    if (!graph) copy(c.scratch, x.data_ptr());
+    if (mode == "pull1") {
+      mylib::Launch(c.blocks, 256, stream).pdl(kPdl)(pull<1>, (const T*)x.data_ptr(), (T*)x.data_ptr(), 0);  // PULL1
+    } else {
+      const auto k = graph ? pull<2> : pull<2>;
+      mylib::Launch(mylib::ceil_div(c.blocks, 2u), 512, stream).pdl(kPdl)(k, (const T*)x.data_ptr(), (T*)x.data_ptr(), 0);  // PULL2
+      if (!graph) copy(x.data_ptr(), c.scratch);
+    }
+    return x;
+  }
+};
+}  // namespace
+)";
+
+lg::target::CppDispatchSpec jitSpec() {
+  lg::target::Target t = lg::target::parseTarget(R"({
+    "name": "jit-ar", "python": {"classes": ["X"]},
+    "cpp": {"classes": ["ArKernel"], "dispatch_functions": ["run"],
+            "members": {"kRanks": "world_size", "push_cap": "push_bytes", "pull_cap": "pull_bytes", "mode": "algo"},
+            "include_dirs": ["include", "not/there"], "defines": ["MYLIB_ARCH=900"], "std": "c++20",
+            "preconditions": ["Check", "CHECK_ARG", "require"]}})",
+                                                 "jit.json");
+  return t.cpp;
+}
+
+Config jitBase() {
+  Config c;
+  c.ws(4).bytes(4096);
+  c.vars["algo"] = {m::Sort::Str, false, 0, "push"};
+  c.vars["push_bytes"] = {m::Sort::Int, false, 1 << 20, {}};
+  c.vars["pull_bytes"] = {m::Sort::Int, false, 1 << 22, {}};
+  c.vars["c.ranks"] = {m::Sort::Int, false, 4, {}};
+  c.vars["x.IsContiguous()"] = {m::Sort::Bool, true, 0, {}};
+  c.vars["graph"] = {m::Sort::Bool, false, 0, {}};
+  return c;
+}
+
+Config& algo(Config& c, const std::string& a) {
+  c.vars["algo"] = {m::Sort::Str, false, 0, a};
+  return c;
+}
+
+}  // namespace
+
+TEST(CppFrontendJit, TargetFieldsParsed) {
+  auto s = jitSpec();
+  EXPECT_EQ(s.include_dirs, (std::vector<std::string>{"include", "not/there"}));
+  EXPECT_EQ(s.defines, (std::vector<std::string>{"MYLIB_ARCH=900"}));
+  EXPECT_EQ(s.std, "c++20");
+  EXPECT_EQ(s.preconditions.size(), 3u);
+  EXPECT_THROW(lg::target::parseTarget(R"({"name": "t", "python": {"classes": ["X"]},
+      "cpp": {"dispatch_functions": ["f"], "std": "c++99"}})", "x.json"), lg::InputError);
+  EXPECT_THROW(lg::target::parseTarget(R"({"name": "t", "python": {"classes": ["X"]},
+      "cpp": {"dispatch_functions": ["f"], "include_dirs": ["/abs"]}})", "x.json"), lg::InputError);
+}
+
+TEST(CppFrontendJit, PreconditionsStringAlgoAndTemplateWorldSize) {
+  std::string root = tempDir();
+  std::system(("mkdir -p '" + root + "/include/mylib' '" + root + "/csrc/dist'").c_str());
+  writeFile(root + "/include/mylib", "host.h", kJitLib);
+  std::string file = writeFile(root + "/csrc/dist", "ar.cuh", kJitDispatch);
+  m::Dispatch d = lg::cpp::extractDispatch({file}, jitSpec());
+  SCOPED_TRACE(dump(d));
+  // The library headers were found through include_dirs and the tvm-ffi stubs
+  // parse: no clang errors, no stubbed includes.
+  for (const auto& n : d.notes) {
+    EXPECT_EQ(n.find("clang error"), std::string::npos) << n;
+    EXPECT_EQ(n.find("stubbed missing include"), std::string::npos) << n;
+  }
+  auto line = [&](const char* tag) { return lineOf(kJitDispatch, tag); };
+  auto throwsAt = [&](Config c, const char* tag, const std::string& text) {
+    const auto& l = theLeaf(d, c);
+    EXPECT_EQ(l.kind, m::LeafKind::Throw) << tag;
+    EXPECT_EQ(l.expansion.line, line(tag)) << tag;  // CHECK_ARG: spelled in the library's macro
+    if (!text.empty()) EXPECT_EQ(l.text, text) << tag;
+  };
+  auto launches = [&](Config c, const char* tag, const std::string& kernel) {
+    const auto& l = theLeaf(d, c);
+    EXPECT_EQ(l.kind, m::LeafKind::Launch) << tag;
+    EXPECT_EQ(l.kernel, kernel) << tag;
+    EXPECT_EQ(l.spelling.line, line(tag)) << tag;
+  };
+  Config c = jitBase();
+  launches(c, "PUSHLAUNCH", "push_kernel");
+  { Config x = jitBase(); throwsAt(algo(x, "3shot"), "MODE", "bad mode: {mode}"); }
+  { Config x = jitBase(); x.vars["c.ranks"].i = 8; throwsAt(x, "RANKS", "rank count mismatch"); }
+  { Config x = jitBase(); x.ws(8); x.vars["c.ranks"].i = 8; launches(x, "PUSHLAUNCH", "push_kernel"); }
+  { Config x = jitBase(); x.vars["x.IsContiguous()"].b = false; throwsAt(x, "CONTIG", "x.IsContiguous()"); }
+  { Config x = jitBase(); x.bytes(4100); throwsAt(x, "ALIGN", "not a multiple of 16"); }
+  { Config x = jitBase(); x.bytes(2 << 20); throwsAt(x, "PUSHCAP", "input of {nbytes} bytes over the push workspace"); }
+  { Config x = jitBase(); x.bytes(2 << 20); algo(x, "pull1"); launches(x, "PULL1", "pull"); }
+  { Config x = jitBase(); x.bytes(8 << 20); algo(x, "pull1"); throwsAt(x, "PULLCAP", "over the pull workspace"); }
+  { Config x = jitBase(); x.bytes(8 << 20); algo(x, "pull2"); throwsAt(x, "PULLCAP", ""); }
+  // The copies the lambda launches come first on the pull paths; the leaf is
+  // the all-reduce launch, named where the dispatch passes it (without its
+  // template arguments, as kernels are named elsewhere: the line tells
+  // pull<1> from pull<2>).
+  { Config x = jitBase(); algo(x, "pull2"); launches(x, "PULL2", "pull"); }
+  { Config x = jitBase(); algo(x, "pull2"); x.vars["graph"].b = true; launches(x, "PULL2", "pull"); }
+  // Every leaf is over the config variables, never an opaque algo or world size.
+  bool sawAlgo = false, sawWs = false;
+  for (const auto& l : d.leaves)
+    for (const auto& v : m::varsOf(l.condition)) {
+      sawAlgo |= v.name == "algo" && v.kind == m::VarKind::Config;
+      sawWs |= v.name == "world_size" && v.kind == m::VarKind::Config;
+      EXPECT_NE(v.name, "mode");
+      EXPECT_NE(v.name, "kRanks");
+    }
+  EXPECT_TRUE(sawAlgo);
+  EXPECT_TRUE(sawWs);
+  // Without the include directory the library is missing: no dispatch leaves
+  // of the launcher, and the missing header is said.
+  auto bare = jitSpec();
+  bare.include_dirs.clear();
+  m::Dispatch b = lg::cpp::extractDispatch({file}, bare);
+  bool stubbed = false;
+  for (const auto& n : b.notes) stubbed |= n.find("mylib/host.h") != std::string::npos;
+  EXPECT_TRUE(stubbed) << dump(b);
+}

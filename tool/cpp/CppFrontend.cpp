@@ -1084,9 +1084,10 @@ std::vector<std::string> commandLine(const std::string& path, const ParseOptions
                                 "-resource-dir", LAYERGATE_CLANG_RESOURCE_DIR};
   if (o.real_cuda_sdk) {
     a.push_back("--cuda-path=" + o.cuda_path);
-    a.insert(a.end(), {"-isystem", stubs + "/torch", "-idirafter", stubs + "/sdk-shim"});
+    a.insert(a.end(), {"-isystem", stubs + "/torch", "-isystem", stubs + "/tvm-ffi", "-idirafter", stubs + "/sdk-shim"});
   } else {
-    a.insert(a.end(), {"-nocudainc", "-isystem", stubs + "/cuda", "-isystem", stubs + "/torch"});
+    a.insert(a.end(), {"-nocudainc", "-isystem", stubs + "/cuda", "-isystem", stubs + "/torch", "-isystem",
+                       stubs + "/tvm-ffi"});
     if (!pch.empty()) a.insert(a.end(), {"-include-pch", pch});
     else if (path != stubs + "/layergate_pch.h") a.insert(a.end(), {"-include", stubs + "/layergate_cuda_prelude.h"});
   }
@@ -1264,9 +1265,39 @@ class FactMerger {
   std::map<std::string, std::size_t> ctor_index_;
 };
 
+// The target's compile settings (cpp.include_dirs, cpp.defines, cpp.std) over
+// the caller's options. An include directory is relative to the checkout
+// root, which is some directory above the dispatch file: each is looked up
+// from the file's own directory upwards, nearest first, and added where it
+// exists (several files under different roots: each root's copy).
+ParseOptions withTargetSettings(const ParseOptions& in, const target::CppDispatchSpec& spec,
+                                const std::vector<std::string>& files) {
+  ParseOptions o = in;
+  std::set<std::string> seen(o.include_dirs.begin(), o.include_dirs.end());
+  for (const auto& rel : spec.include_dirs)
+    for (const auto& f : files) {
+      std::string dir = dirOf(f);
+      for (int up = 0; up < 64 && !dir.empty(); ++up) {
+        std::string c = normalized(dir + "/" + rel);
+        if (llvm::sys::fs::is_directory(c)) {
+          if (seen.insert(c).second) o.include_dirs.push_back(c);
+          break;
+        }
+        std::string parent(llvm::sys::path::parent_path(dir));
+        if (parent == dir) break;
+        dir = parent;
+      }
+    }
+  if (!spec.std.empty()) o.extra_args.insert(o.extra_args.begin(), "-std=" + spec.std);
+  for (std::size_t i = 0; i < spec.defines.size(); ++i)
+    o.extra_args.insert(o.extra_args.begin() + static_cast<long>(i) + (spec.std.empty() ? 0 : 1), "-D" + spec.defines[i]);
+  return o;
+}
+
 model::Dispatch extractImpl(const std::vector<std::string>& files, const target::CppDispatchSpec& spec,
-                            const ParseOptions& options) {
+                            const ParseOptions& caller_options) {
   if (files.empty()) throw InputError("no C++/CUDA file given");
+  const ParseOptions options = withTargetSettings(caller_options, spec, files);
   // Rank files: those that define a class of the spec first, then those that
   // mention it, then the rest (bindings, other entry files). Every file is
   // parsed for trace facts; the dispatch is walked once, in the first file

@@ -50,6 +50,16 @@ struct Val {
 struct LaunchInfo {
   std::string kernel;
   SourceLocation loc;
+  // 2: the kernel is named where the dispatch launches it (<<<>>>, a launch
+  // API, or a launch helper given the kernel as an argument); 1: a helper
+  // launches a kernel of its own (a copy before the real launch). A path keeps
+  // its first launch of the highest rank.
+  int rank = 2;
+};
+
+struct KernelAt {
+  std::string name;
+  int rank = 2;
 };
 
 struct Reason {
@@ -165,6 +175,13 @@ class Walker {
       for (auto* d : u->decls()) add(d->getUnderlyingDecl());
     } else if (auto* me = dyn_cast_or_null<MemberExpr>(callee)) {
       add(me->getMemberDecl());
+    } else if (callee && !callee->getType().isNull() && !callee->getType()->isDependentType() &&
+               callee->getType()->getAsCXXRecordDecl()) {
+      // A functor called with dependent arguments (`Launcher(grid, block)(kernel<T>, args)`):
+      // its call operators.
+      const CXXRecordDecl* rd = callee->getType()->getAsCXXRecordDecl();
+      if (rd->hasDefinition())
+        for (auto* nd : rd->getDefinition()->lookup(ctx_.DeclarationNames.getCXXOperatorName(OO_Call))) add(nd);
     } else if (auto* dm = dyn_cast_or_null<CXXDependentScopeMemberExpr>(callee)) {
       // this->helper<T>(...) in a template: look the name up in the class.
       if (current_class_)
@@ -186,18 +203,46 @@ class Walker {
     return k;
   }
 
+  // The kernel an argument of a launch helper names: a function, a local
+  // initialised from one (each arm of a conditional), else its text.
+  std::string kernelArgName(const Expr* a, int depth = 0) {
+    const Expr* e = stripCasts(a);
+    if (auto* u = dyn_cast_or_null<UnaryOperator>(e); u && u->getOpcode() == UO_AddrOf) e = stripCasts(u->getSubExpr());
+    std::string f = functionRefName(a);
+    if (!f.empty() || depth > 8) return f;
+    if (auto* co = dyn_cast_or_null<ConditionalOperator>(e)) {
+      std::string t = kernelArgName(co->getTrueExpr(), depth + 1), x = kernelArgName(co->getFalseExpr(), depth + 1);
+      if (t.empty() || x.empty()) return {};
+      return t == x ? t : t + " | " + x;
+    }
+    if (auto* d = dyn_cast_or_null<DeclRefExpr>(e))
+      if (auto* vd = dyn_cast<VarDecl>(d->getDecl()); vd && vd->hasLocalStorage() && !isa<ParmVarDecl>(vd))
+        if (const Expr* init = vd->getInit()) return kernelArgName(init, depth + 1);
+    // A kernel held by a (static, constexpr) variable or a variable template
+    // (`kernel_pull<1, Graph>`): its name, without template arguments as for
+    // functions.
+    if (auto* d = dyn_cast_or_null<DeclRefExpr>(e)) {
+      if (auto* vd = dyn_cast<VarDecl>(d->getDecl()); vd && !vd->hasLocalStorage()) return vd->getNameAsString();
+      return {};
+    }
+    if (auto* o = dyn_cast_or_null<OverloadExpr>(e)) return o->getName().getAsString();
+    if (auto* ds = dyn_cast_or_null<DependentScopeDeclRefExpr>(e)) return ds->getDeclName().getAsString();
+    if (auto* dm = dyn_cast_or_null<CXXDependentScopeMemberExpr>(e)) return dm->getMember().getAsString();
+    return {};
+  }
+
   // Kernel launched by this node itself (not its children), if any.
-  std::optional<std::string> launchAt(const Stmt* s) {
+  std::optional<KernelAt> launchAt(const Stmt* s) {
     if (auto* k = dyn_cast<CUDAKernelCallExpr>(s)) {
       std::string n = calleeName(k->getCallee());
-      return n.empty() ? std::string("<kernel>") : n;
+      return KernelAt{n.empty() ? std::string("<kernel>") : n, 2};
     }
     if (auto* c = dyn_cast<CallExpr>(s)) {
       std::string n = calleeName(c->getCallee());
       if (isLaunchApi(n)) {
         for (const Expr* a : c->arguments()) {
           std::string k = functionRefName(a);
-          if (!k.empty()) return k;
+          if (!k.empty()) return KernelAt{k, 2};
         }
         // The kernel is a parameter of a launch helper (`launch(Kernel kernel,
         // ...)`): its name, which the helper's call site resolves to the
@@ -205,29 +250,43 @@ class Walker {
         for (const Expr* a : c->arguments())
           if (auto* d = dyn_cast<DeclRefExpr>(stripCasts(a)))
             if (auto* p = dyn_cast<ParmVarDecl>(d->getDecl()))
-              if (p->getType()->isDependentType() || p->getType()->isFunctionPointerType())
-                return p->getNameAsString();
-        return n;
+              if (p->getType()->isDependentType() || p->getType()->isFunctionPointerType() ||
+                  p->getType().getNonReferenceType()->isFunctionPointerType())
+                return KernelAt{p->getNameAsString(), 2};
+        return KernelAt{n, 2};
       }
       for (const FunctionDecl* fd : calleesOf(c)) {
         std::string k = kernelOfFunction(fd);
         if (k.empty()) continue;
         // A launch helper that launches its parameter (`kernel<<<...>>>`
         // with `kernel` a parameter): the kernel is the argument passed.
-        for (unsigned i = 0; i < fd->getNumParams() && i < c->getNumArgs(); ++i)
+        // (A call operator's object is not among the arguments of a plain
+        // CallExpr on a dependent functor, but is argument 0 of a resolved
+        // CXXOperatorCallExpr.)
+        unsigned shift = isa<CXXOperatorCallExpr>(c) && isa<CXXMethodDecl>(fd) ? 1 : 0;
+        for (unsigned i = 0; i < fd->getNumParams() && i + shift < c->getNumArgs(); ++i)
           if (fd->getParamDecl(i)->getName() == k) {
-            std::string a = functionRefName(c->getArg(i));
-            if (!a.empty()) return a;
+            std::string a = kernelArgName(c->getArg(i + shift));
+            return KernelAt{a.empty() ? k : a, 2};
           }
-        return k;
+        // An immediately invoked lambda (`[&] { ... }()`, AT_DISPATCH) is
+        // the dispatch's own code; a named helper's kernel ranks lower.
+        bool inlineLambda = false;
+        if (auto* oc = dyn_cast<CXXOperatorCallExpr>(c); oc && oc->getNumArgs() >= 1)
+          inlineLambda = isa<LambdaExpr>(stripCasts(oc->getArg(0)));
+        else if (c->getCallee())
+          inlineLambda = isa<LambdaExpr>(stripCasts(c->getCallee()));
+        return KernelAt{k, inlineLambda ? 2 : 1};
       }
     }
     return std::nullopt;
   }
 
-  // First launch in source order in a statement tree (lambdas included).
+  // First launch in source order in a statement tree (lambdas included, but
+  // not a lambda's declaration `auto f = [&] {...};`: its calls launch).
   std::optional<LaunchInfo> findLaunch(const Stmt* root) {
     if (!root) return std::nullopt;
+    if (auto* e = dyn_cast<Expr>(root); e && isa<LambdaExpr>(stripCasts(e))) return std::nullopt;
     auto memo = stmt_memo_.find(root);
     if (memo != stmt_memo_.end()) return memo->second;
     std::optional<LaunchInfo> found;
@@ -237,8 +296,15 @@ class Walker {
       stack.pop_back();
       if (!s) continue;
       if (auto k = launchAt(s)) {
-        found = LaunchInfo{*k, s->getBeginLoc()};
+        found = LaunchInfo{k->name, s->getBeginLoc(), k->rank};
         break;
+      }
+      if (auto* ds = dyn_cast<DeclStmt>(s)) {
+        std::vector<const Decl*> decls(ds->decl_begin(), ds->decl_end());
+        for (auto it = decls.rbegin(); it != decls.rend(); ++it)
+          if (auto* vd = dyn_cast<VarDecl>(*it))
+            if (const Expr* init = vd->getInit(); init && !isa<LambdaExpr>(stripCasts(init))) stack.push_back(init);
+        continue;
       }
       std::vector<const Stmt*> kids(s->child_begin(), s->child_end());
       for (auto it = kids.rbegin(); it != kids.rend(); ++it) stack.push_back(*it);
@@ -317,6 +383,7 @@ class Walker {
     auto it = spec_.members.find(member);
     if (it == spec_.members.end()) return Val::unknown();
     const std::string& cfg = it->second;
+    if (isStringType(type)) return Val{Val::Str, configVar(cfg, m::Sort::Str, st), nullptr};
     m::Sort sort;
     if (cfg == m::kFullNvlink) sort = m::Sort::Bool;
     else if (cfg == m::kWorldSize || cfg == m::kNbytes) sort = m::Sort::Int;
@@ -917,14 +984,111 @@ class Walker {
   // Effects of an expression statement: throw, launch, assignments to locals.
   // Returns false when the path ends here (throw).
   bool effects(const Expr* e, State& st) {
+    if (auto p = preconditionOf(e)) return precondition(*p, st);
     const Expr* s = stripCasts(e);
     if (auto* t = dyn_cast_or_null<CXXThrowExpr>(s)) {
       finishThrow(st, t);
       return false;
     }
-    if (!st.launch)
-      if (auto l = findLaunch(e)) st.launch = l;
+    if (auto l = findLaunch(e))
+      if (!st.launch || l->rank > st.launch->rank) st.launch = l;
     assignments(e, st);
+    return true;
+  }
+
+  // --- preconditions (cpp.preconditions) -------------------------------------
+
+  struct Precondition {
+    const Expr* cond;
+    std::string message;
+    SourceLocation loc;
+  };
+
+  bool isPreconditionName(llvm::StringRef n) const {
+    for (const auto& p : spec_.preconditions)
+      if (n == p) return true;
+    return false;
+  }
+
+  // Whether a location is inside the expansion of a listed macro.
+  bool inPreconditionMacro(SourceLocation l) const {
+    for (int i = 0; l.isMacroID() && i < 32; ++i) {
+      llvm::StringRef name = Lexer::getImmediateMacroName(l, sm_, ctx_.getLangOpts());
+      if (isPreconditionName(name)) return true;
+      l = sm_.getImmediateMacroCallerLoc(l);
+    }
+    return false;
+  }
+
+  static std::string typeName(QualType t) {
+    if (t.isNull()) return {};
+    if (auto* d = t->getContainedDeducedType())
+      if (auto* dt = dyn_cast<DeducedTemplateSpecializationType>(d))
+        if (auto* td = dt->getTemplateName().getAsTemplateDecl()) return td->getNameAsString();
+    if (auto* ts = t->getAs<TemplateSpecializationType>())
+      if (auto* td = ts->getTemplateName().getAsTemplateDecl()) return td->getNameAsString();
+    if (auto* rd = t->getAsCXXRecordDecl()) return rd->getNameAsString();
+    return {};
+  }
+
+  // The message of a failed check: its literal arguments, other arguments as {text}.
+  std::string checkMessage(llvm::ArrayRef<const Expr*> rest) {
+    std::string msg;
+    for (const Expr* a : rest) {
+      if (!a || isa<CXXDefaultArgExpr>(a)) continue;
+      if (auto lit = literalString(a)) msg += *lit;
+      else msg += "{" + textOf(a) + "}";
+    }
+    return msg;
+  }
+
+  // A statement-level call of a precondition: a function or a class (template)
+  // constructed from the condition, by name, or any call spelled by a listed macro.
+  std::optional<Precondition> preconditionOf(const Expr* e) {
+    if (spec_.preconditions.empty()) return std::nullopt;
+    for (int i = 0; e && i < 16; ++i) {
+      e = strip(e);
+      if (auto* ic = dyn_cast_or_null<ImplicitCastExpr>(e)) {
+        e = ic->getSubExpr();
+        continue;
+      }
+      break;
+    }
+    if (!e) return std::nullopt;
+    std::string name;
+    std::vector<const Expr*> args;
+    if (auto* fc = dyn_cast<CXXFunctionalCastExpr>(e)) {
+      name = typeName(fc->getTypeAsWritten());
+      const Expr* sub = strip(fc->getSubExpr());
+      if (auto* cc = dyn_cast_or_null<CXXConstructExpr>(sub))
+        for (const Expr* a : cc->arguments()) args.push_back(a);
+      else args.push_back(fc->getSubExpr());
+    } else if (auto* cc = dyn_cast<CXXConstructExpr>(e)) {
+      if (cc->getConstructor()) name = cc->getConstructor()->getParent()->getNameAsString();
+      for (const Expr* a : cc->arguments()) args.push_back(a);
+    } else if (auto* uc = dyn_cast<CXXUnresolvedConstructExpr>(e)) {
+      name = typeName(uc->getTypeAsWritten());
+      for (const Expr* a : uc->arguments()) args.push_back(a);
+    } else if (auto* c = dyn_cast<CallExpr>(e); c && !isa<CUDAKernelCallExpr>(c)) {
+      name = calleeName(c->getCallee());
+      for (const Expr* a : c->arguments()) args.push_back(a);
+    } else {
+      return std::nullopt;
+    }
+    if (args.empty() || !(isPreconditionName(name) || inPreconditionMacro(e->getBeginLoc()))) return std::nullopt;
+    return Precondition{args[0], checkMessage(llvm::ArrayRef<const Expr*>(args).drop_front()), e->getBeginLoc()};
+  }
+
+  // The path splits: a throw leaf where the condition is false; the path goes
+  // on (returns true) where it holds.
+  bool precondition(const Precondition& p, State& st) {
+    ExprPtr c = condition(p.cond->IgnoreParens(), st);
+    ExprPtr fails = m::And(st.pc, m::Not(c));
+    if (!m::isFalse(fails)) throwLeaf(fails, p.message.empty() ? textOf(p.cond->IgnoreParens()) : p.message, p.loc);
+    ExprPtr holds = m::And(st.pc, c);
+    if (m::isFalse(holds)) return false;
+    st.pc = holds;
+    addFacts(st, c, true);
     return true;
   }
 
@@ -1326,8 +1490,17 @@ class Walker {
       std::vector<const Stmt*> kids(x->child_begin(), x->child_end());
       for (auto it = kids.rbegin(); it != kids.rend(); ++it) stack.push_back(*it);
     }
-    raw_.push_back({m::LeafKind::Throw, st.pc, "", msg, t->getBeginLoc(), nullptr});
-    checkPaths(raw_.size(), t);
+    throwLeaf(st.pc, msg, t->getBeginLoc());
+  }
+
+  // One throw leaf: a throw expression, or a failed precondition.
+  void throwLeaf(const ExprPtr& pc, const std::string& msg, SourceLocation where) {
+    raw_.push_back({m::LeafKind::Throw, pc, "", msg, where, nullptr});
+    if (raw_.size() > opts_.max_paths) {
+      m::Location l = loc(where, false, "dispatch");
+      throw InputError(l.file + ":" + std::to_string(l.line) + ": the dispatch has more than " +
+                       std::to_string(opts_.max_paths) + " paths; giving up");
+    }
   }
 
   void finishEnd(State& st, SourceLocation end) {

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <functional>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -149,6 +150,18 @@ Target fromJson(const json& j, const std::string& origin) {
     t.cpp.dispatch_functions = strings(c, "dispatch_functions", origin);
     t.cpp.members = mapOf<std::string>(c, "members", origin);
     t.cpp.byte_count_names = strings(c, "byte_count_names", origin);
+    t.cpp.include_dirs = strings(c, "include_dirs", origin);
+    t.cpp.defines = strings(c, "defines", origin);
+    t.cpp.preconditions = strings(c, "preconditions", origin);
+    if (c.contains("std")) {
+      if (!c.at("std").is_string()) throw InputError(origin + ": \"std\" must be a string such as \"c++20\"");
+      t.cpp.std = c.at("std").get<std::string>();
+      static const std::set<std::string> known = {"c++14", "c++17", "c++20", "c++23", "gnu++17", "gnu++20"};
+      if (!known.count(t.cpp.std)) throw InputError(origin + ": \"std\" must be one of c++14, c++17, c++20, c++23, gnu++17, gnu++20");
+    }
+    for (const auto& d : t.cpp.include_dirs)
+      if (d.empty() || d.front() == '/' || d.find("..") != std::string::npos)
+        throw InputError(origin + ": \"include_dirs\" entries must be relative paths inside the checkout (\"" + d + "\")");
   } catch (const json::exception& e) {
     throw InputError(origin + ": bad target description: " + e.what());
   }

@@ -71,6 +71,19 @@ struct CppDispatchSpec {
   std::map<std::string, std::string> members;
   // Local names that hold the message size in bytes.
   std::vector<std::string> byte_count_names;
+  // Include directories relative to the checkout root ("include_dirs"), e.g. a
+  // JIT kernel's own headers: each is looked up beside the dispatch file and
+  // in every directory above it (nearest first) and added as -I where found.
+  std::vector<std::string> include_dirs;
+  // Macros the build defines ("defines": "NAME" or "NAME=VALUE"), added as -D.
+  std::vector<std::string> defines;
+  // Language standard the dispatch is compiled with ("std": "c++20"); empty: c++17.
+  std::string std;
+  // Functions, class templates (a constructor call such as RuntimeCheck(...))
+  // or macros whose first argument is a precondition ("preconditions"): at a
+  // call the path splits into a throw leaf where the argument is false and the
+  // path that goes on with it true.
+  std::vector<std::string> preconditions;
 };
 
 // How `layergate check DIR` finds this target's files (tool/discover/). Paths

@@ -143,9 +143,13 @@ typedef struct cudaIpcEventHandle_st { char reserved[CUDA_IPC_HANDLE_SIZE]; } cu
 struct cudaDeviceProp { char name[256]; int major; int minor; int multiProcessorCount; size_t totalGlobalMem; int warpSize; };
 enum cudaLaunchAttributeID {
   cudaLaunchAttributeCooperative = 2, cudaLaunchAttributeProgrammaticStreamSerialization = 6,
-  cudaLaunchAttributeProgrammaticEvent = 7
+  cudaLaunchAttributeClusterDimension = 4, cudaLaunchAttributeProgrammaticEvent = 7
 };
-union cudaLaunchAttributeValue { int cooperative; unsigned programmaticStreamSerializationAllowed; char pad[64]; };
+union cudaLaunchAttributeValue {
+  int cooperative; unsigned programmaticStreamSerializationAllowed;
+  struct { unsigned x, y, z; } clusterDim;
+  char pad[64];
+};
 struct cudaLaunchAttribute { enum cudaLaunchAttributeID id; union cudaLaunchAttributeValue val; };
 typedef struct cudaLaunchAttribute cudaLaunchAttribute_t;
 struct cudaLaunchConfig_t { dim3 gridDim; dim3 blockDim; size_t dynamicSmemBytes; cudaStream_t stream; cudaLaunchAttribute* attrs; unsigned numAttrs; };

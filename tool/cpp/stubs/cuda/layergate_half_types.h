@@ -28,6 +28,10 @@ typedef __nv_bfloat162 nv_bfloat162;
 typedef __nv_bfloat16 __bfloat16;
 struct __nv_fp8_e4m3 { unsigned char __x; __nv_fp8_e4m3() = default; __host__ __device__ explicit __nv_fp8_e4m3(float); __host__ __device__ operator float() const; };
 struct __nv_fp8_e5m2 { unsigned char __x; __nv_fp8_e5m2() = default; __host__ __device__ explicit __nv_fp8_e5m2(float); __host__ __device__ operator float() const; };
+struct __nv_fp8x2_e4m3 { unsigned short __x; };
+struct __nv_fp8x2_e5m2 { unsigned short __x; };
+struct __nv_fp8x4_e4m3 { unsigned int __x; };
+struct __nv_fp8x4_e5m2 { unsigned int __x; };
 typedef unsigned char __nv_fp8_storage_t;
 
 __host__ __device__ float __half2float(__half);
