@@ -52,10 +52,16 @@ bool annotatedField(TSNode stmt, TSNode& name, TSNode& def) {
 Value Walker::classAttr(const Value& cls, const std::string& attr, TSNode at) {
   Module* m = classModule(cls);
   if (!m) return unknown(at);
-  auto& memo = class_attr_memo_[cls.name + ":" + cls.text];
+  const std::string key = cls.name + ":" + cls.text;
+  // Entering the module may walk its body first, which may read this class's
+  // attributes (`_NAMES = {Cls.A: ...}` after the class): that walk fills
+  // the memo, and it is not walked twice.
+  std::optional<ModuleScope> scope;
+  if (!class_attr_memo_.count(key)) scope.emplace(*this, m);
+  auto& memo = class_attr_memo_[key];
   if (memo.empty()) {
     memo["\x01"] = Value{};  // walked (an empty class stays empty)
-    ModuleScope scope(*this, m);
+    if (!scope) scope.emplace(*this, m);
     TSNode body = field(m->classes.at(cls.text), "body");
     State s;
     Frame f{Frame::Kind::Class};

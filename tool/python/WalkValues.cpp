@@ -239,6 +239,11 @@ ExprPtr Walker::contains(const Value& x, const Value& c, TSNode site) {
     }
     case Value::K::Merge: return iteB(c.cond, contains(x, *c.a, site), contains(x, *c.b, site));
     case Value::K::Object:
+      if (c.tag == "dict") {  // a key of the dict display
+        std::vector<ExprPtr> xs;
+        for (std::size_t i = 0; i + 1 < c.items.size(); i += 2) xs.push_back(eqv(x, c.items[i], site));
+        return model::OrAll(xs);
+      }
       if (c.tag == "environ" && x.k == Value::K::Str && x.e->op == Op::StrConst) {
         envRead(x.e->s, site);
         return model::EnvIsSet(x.e->s);
