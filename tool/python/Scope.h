@@ -64,6 +64,7 @@ struct FuncInfo {
   TSNode node{};
   bool is_static = false, is_classmethod = false, is_property = false;
   bool is_method = false;
+  bool nested = false;    // a def inside a function: it sees the caller's locals (its closure)
   Module* mod = nullptr;  // the file that defines it
   // Module-level conditions the definition sits under that the target does not
   // decide (an env var, say): (condition, taken-when-true). Empty: unconditional.

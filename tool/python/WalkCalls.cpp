@@ -185,6 +185,13 @@ Value Walker::evalCallInner(TSNode n, State& st, Frame& fr, Ctx& cx) {
   if (is(fn, "identifier")) {
     std::string name = text(fn);
     bool local = st.locals.count(name) > 0 && fr.kind != Frame::Kind::Module;
+    if (local) {
+      const Value& lf = st.locals.at(name);
+      if (lf.k == Value::K::Object && lf.tag == "localfn" && !lf.name.empty()) {
+        std::size_t i = std::stoul(lf.name);
+        if (i < local_fns_.size()) return callFunction(local_fns_[i], name, Value{}, n, a, st, fr, cx);
+      }
+    }
     // a probe captured before it was patched: `orig = platform.is_fully_connected`
     {
       auto li = st.locals.find(name);
@@ -508,6 +515,7 @@ Value Walker::inlineBody(const FuncInfo& fi, const std::string& fname, const Val
 
   State cs;
   cs.attrs = st.attrs;
+  if (fi.nested) cs.locals = st.locals;  // its closure: the enclosing function's locals at the call
   bindParams(params, fi.is_method && !fi.is_static, self, pos, kw, call, cs);
 
   Frame cf{Frame::Kind::Helper};

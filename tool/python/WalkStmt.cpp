@@ -423,8 +423,16 @@ void Walker::walkStmt(TSNode n, State& st, Frame& fr) {
       st.locals.erase(name);
     } else if (fr.kind == Frame::Kind::Class) {
       methods_[name] = funcInfo(def, dec, true);
+    } else {
+      // a def inside a function: called by name later in it, with the
+      // enclosing locals visible (a closure)
+      FuncInfo fi = funcInfo(def, dec, false);
+      fi.nested = true;
+      local_fns_.push_back(fi);
+      Value f = vObject("localfn", name);
+      f.name = std::to_string(local_fns_.size() - 1);
+      st.locals[name] = f;
     }
-    // nested defs inside functions are not followed
   } else if (!std::strcmp(t, "class_definition")) {
     // classes are found separately
   } else if (!std::strcmp(t, "match_statement")) {

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -78,6 +79,9 @@ class Walker {
   std::map<std::pair<const void*, uint32_t>, std::size_t> native_index_;
   std::map<std::string, Value> class_consts_;
   std::map<std::string, FuncInfo> methods_;
+  // Defs inside functions (`def force_thresholds(h): ...` in a constructor),
+  // by index; a local holding one is an Object tagged "localfn".
+  std::deque<FuncInfo> local_fns_;
   std::string class_name_;
   int depth_ = 0;
   int statements_ = 0;

@@ -273,9 +273,23 @@ struct Solver::Impl {
     return q;
   }
 
+  // f inside cell c: the world size (and NVLink, where the cell fixes it)
+  // replaced by their values and simplified, so that what Python looks up by
+  // world size (tuning tables) folds before a quantifier is eliminated.
+  z3::expr atCell(const z3::expr& f, const Cell& c) {
+    z3::expr_vector from(ctx), to(ctx);
+    from.push_back(ws);
+    to.push_back(ctx.int_val(c.world_size));
+    if (!c.nvlink_any) {
+      from.push_back(nvl);
+      to.push_back(ctx.bool_val(c.full_nvlink));
+    }
+    return z3::expr(f).substitute(from, to).simplify();
+  }
+
   // forall uninterpreted-Python-terms. f: what an error must satisfy. The
   // C++ flag is replaced by the value Python passes (it may read those terms).
-  z3::expr forallUninterp(const z3::expr& f0, const z3::expr_vector* only = nullptr) {
+  z3::expr forallUninterp(const z3::expr& f0, const z3::expr_vector* only = nullptr, const Cell* cell = nullptr) {
     z3::expr f = f0;
     if (split_flag) {
       z3::expr_vector from(ctx), to(ctx);
@@ -283,6 +297,7 @@ struct Solver::Impl {
       to.push_back(flag_value);
       f = f.substitute(from, to);
     }
+    if (cell) f = atCell(f, *cell);
     const z3::expr_vector& bound = only ? *only : py_uninterp;
     if (bound.empty()) return f;
     z3::expr q = z3::forall(bound, f);
@@ -674,7 +689,7 @@ std::optional<Gap> Solver::computeGap(const Cell& c, GapKind kind) {
   g.cell = c;
   // Does it hold whatever the uninterpreted Python terms are (those that
   // pass the program's own asserts)? And for some of them (not vacuously)?
-  z3::expr strict = I.forallUninterp(z3::implies(I.assumed, q)) && q;
+  z3::expr strict = I.forallUninterp(z3::implies(I.assumed, q), nullptr, &c) && q;
   {
     Impl::Query sq(I);
     sq.s.add(strict);
@@ -731,7 +746,7 @@ std::optional<Gap> Solver::computeGap(const Cell& c, GapKind kind) {
       z3::expr_vector one(I.ctx);
       one.push_back(I.py_uninterp[i]);
       Impl::Query dq(I);
-      dq.s.add(I.forallUninterp(z3::implies(I.assumed, q), &one) && q);
+      dq.s.add(I.forallUninterp(z3::implies(I.assumed, q), &one, &c) && q);
       if (dq.s.check() == z3::unsat) names.push_back(I.py_uninterp_names[i]);
     }
     if (names.empty()) names = I.py_uninterp_names;
