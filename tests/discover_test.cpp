@@ -194,7 +194,11 @@ TEST_F(Tree, BundledLayoutsInheritTheGenericDescription) {
       EXPECT_TRUE(x.unmodelled.empty());
     }
     if (x.name == "sglang-custom-ar-v2") {
-      EXPECT_FALSE(x.unmodelled.empty()) << x.name;
+      EXPECT_TRUE(x.unmodelled.empty()) << x.name;
+      EXPECT_EQ(x.python.call_outputs.at("algo").call, "all_reduce");
+      EXPECT_EQ(x.python.call_outputs.at("algo").argument, 2);
+      EXPECT_EQ(x.cpp.preconditions, std::vector<std::string>{"RuntimeCheck"});
+      EXPECT_EQ(x.cpp.members.at("algo"), "algo");
     }
     if (x.name == "quick-allreduce") {
       EXPECT_TRUE(x.unmodelled.empty());
@@ -433,7 +437,7 @@ TEST_F(Tree, SglangAotLayoutTakesItsChainAndNotTheJitHeader) {
   const std::string ops = "python/sglang/srt/distributed/device_communicators/custom_all_reduce_ops.py";
   copyFixture("seed-force-pcie", "custom_all_reduce.py", root_ / kSglangPy);
   copyFixture("sglang-upstream", "custom_all_reduce.cuh", root_ / (aot + "csrc/allreduce/custom_all_reduce.cuh"));
-  put(root_ / "python/sglang/kernels/jit/csrc/distributed/custom_all_reduce.cuh", "struct PushKernel {};\n");
+  put(root_ / "python/sglang/kernels/jit/csrc/distributed/custom_all_reduce.cuh", "template <int kWorldSize> struct AllReduceKernel {\n  static void run();\n};\n");
   put(root_ / ops, "import sgl_kernel.allreduce as _ar\n\ndef init_custom_ar(a, b, c, d):\n    return _ar.init_custom_ar(a, b, c, d)\n");
   put(root_ / (aot + "python/sgl_kernel/allreduce.py"), "def init_custom_ar(a, b, c, d):\n    pass\n");
   put(root_ / (aot + "csrc/allreduce/custom_all_reduce.cu"), "#include \"custom_all_reduce.cuh\"\n");
@@ -643,8 +647,9 @@ TEST_F(Tree, EarlySglangTreeOnTrtReduceIsAnalysedWithItsOpChoice) {
 
 // A FlashInfer-shaped tree (issue 13): the PCIe IPC policy and its header are
 // found by the flashinfer-pcie-ipc layout and analysed as a policy gate; the
-// planted variant gives its one error. A V2 gate beside them is present and
-// not analysed: said in every format, never counted as clean.
+// planted variant gives its one error. A gate of a layout with no model yet
+// beside them is present and not analysed: said in every format, never
+// counted as clean.
 TEST_F(Tree, PolicyGateIsFoundAndAnUnmodelledOneIsSaid) {
   fs::copy(fs::path(LAYERGATE_FIXTURES) / "flashinfer-pcie-ipc-flat4", root_, fs::copy_options::recursive);
   fs::remove(root_ / "expect.json");
@@ -660,17 +665,28 @@ TEST_F(Tree, PolicyGateIsFoundAndAnUnmodelledOneIsSaid) {
   EXPECT_EQ(s.results[0].findings[0].config.world_size, 4);
   EXPECT_TRUE(s.unanalysed.empty());
 
-  put(root_ / "python/sglang/srt/distributed/device_communicators/custom_all_reduce_v2.py",
-      "class CustomAllReduceV2:\n    pass\n");
-  put(root_ / "python/sglang/kernels/jit/csrc/distributed/custom_all_reduce.cuh", "struct PushKernel {};\n");
+  // A layout whose target says it has no model yet (a rules directory of
+  // our own: the bundled targets plus one marked "unmodelled").
+  fs::path rules = root_.parent_path() / (root_.filename().string() + "-rules");
+  fs::remove_all(rules);
+  fs::copy(fs::path(LAYERGATE_SOURCE_DIR) / "rules", rules, fs::copy_options::recursive);
+  put(rules / "targets/later-allreduce.json",
+      R"({"name": "later-allreduce", "description": "a layout found but not modelled yet",
+          "unmodelled": "no model of LaterAllReduce yet",
+          "discovery": {"python": ["later/later_all_reduce.py"], "cpp": ["later/later_all_reduce.cuh"]}})");
+  const char* had = std::getenv("LAYERGATE_RULES");
+  std::string saved = had ? had : "";
+  setenv("LAYERGATE_RULES", rules.c_str(), 1);
+  put(root_ / "later/later_all_reduce.py", "class LaterAllReduce:\n    pass\n");
+  put(root_ / "later/later_all_reduce.cuh", "struct PushKernel {};\n");
   s = driver::scan(req);
   ASSERT_EQ(s.results.size(), 1u);
   ASSERT_EQ(s.unanalysed.size(), 1u);
-  EXPECT_EQ(s.unanalysed[0].unit.target, "sglang-custom-ar-v2");
+  EXPECT_EQ(s.unanalysed[0].unit.target, "later-allreduce");
   EXPECT_TRUE(s.unanalysed[0].unmodelled);
   report::TextOptions o;
   std::string text = driver::renderScanText(s, o);
-  EXPECT_NE(text.find("(target sglang-custom-ar-v2) is present and NOT analysed"), std::string::npos) << text;
+  EXPECT_NE(text.find("(target later-allreduce) is present and NOT analysed"), std::string::npos) << text;
   EXPECT_NE(text.find("; 1 not analysed"), std::string::npos) << text;
   auto j = nlohmann::json::parse(driver::renderScanJson(s));
   EXPECT_EQ(j["summary"]["not_analysed"], 1);
@@ -686,8 +702,11 @@ TEST_F(Tree, PolicyGateIsFoundAndAnUnmodelledOneIsSaid) {
   fs::remove_all(root_ / "include");
   try {
     driver::scan(req);
-    FAIL() << "no error";
+    ADD_FAILURE() << "no error";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("is present but not analysed"), std::string::npos) << e.what();
   }
+  if (had) setenv("LAYERGATE_RULES", saved.c_str(), 1);
+  else unsetenv("LAYERGATE_RULES");
+  fs::remove_all(rules);
 }

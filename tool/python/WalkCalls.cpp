@@ -85,7 +85,14 @@ Value Walker::builtin(const std::string& f, TSNode call, const Args& a, State& s
     if (v.k == Value::K::Str && v.e->op == Op::StrConst) return vInt(model::IntC(static_cast<int64_t>(v.e->s.size())));
     return unknown(call);
   }
-  if (f == "int" && a.pos.size() == 1) return toIntAt(eval(a.pos[0], st, fr, cx), call);
+  if (f == "int" && a.pos.size() == 1) {
+    // int(None) raises TypeError: those paths die, the others convert
+    ExprPtr none;
+    Value x = withoutNone(eval(a.pos[0], st, fr, cx), none);
+    cx.raises = model::Or(cx.raises, model::And(cx.guard, none));
+    if (x.k == Value::K::Undef) return unknown(call);
+    return toIntAt(x, call);
+  }
   // range() with constant bounds (`ws in range(2, 9)`, `list(range(2, 17))`): its ints.
   if (f == "range" && !a.pos.empty() && a.pos.size() <= 3 && a.kw.empty() && !a.splat) {
     std::vector<std::int64_t> k;

@@ -436,11 +436,21 @@ Value Walker::evalSubscript(TSNode n, State& st, Frame& fr, Ctx& cx) {
     return vStr(model::EnvValue(name));
   }
   if (o.k == Value::K::Object && o.tag == "dict") return dictLookup(o, i, nullptr, n, cx);
-  if (o.k == Value::K::List && i.k == Value::K::Int && i.e->op == Op::IntConst) {
-    int64_t k = i.e->i, sz = static_cast<int64_t>(o.items.size());
-    if (k < 0) k += sz;
-    if (k >= 0 && k < sz) return o.items[static_cast<std::size_t>(k)];
-  }
+  // t[k] with a constant k, through values merged from branches
+  std::function<std::optional<Value>(const Value&)> at = [&](const Value& x) -> std::optional<Value> {
+    if (x.k == Value::K::Merge) {
+      auto a = at(*x.a), b = at(*x.b);
+      if (a && b) return merge(x.cond, *a, *b);
+      return std::nullopt;
+    }
+    if (x.k == Value::K::List && i.k == Value::K::Int && i.e->op == Op::IntConst) {
+      int64_t k = i.e->i, sz = static_cast<int64_t>(x.items.size());
+      if (k < 0) k += sz;
+      if (k >= 0 && k < sz) return x.items[static_cast<std::size_t>(k)];
+    }
+    return std::nullopt;
+  };
+  if (auto v = at(o)) return *v;
   return unknown(n);
 }
 

@@ -286,7 +286,13 @@ Value Walker::evalDict(TSNode n, State& st, Frame& fr, Ctx& cx) {
 
 // d[k] (KeyError where no key matches: those paths raise) or d.get(k, dflt).
 Value Walker::dictLookup(const Value& d, const Value& key, const Value* dflt, TSNode at, Ctx& cx) {
-  Value r = dflt ? *dflt : unknown(at);
+  // Without a default, the paths no key matches raise: the last pair's value
+  // stands for them (it is never read there).
+  if (!dflt && d.items.size() < 2) {
+    cx.raises = model::Or(cx.raises, cx.guard);
+    return unknown(at);
+  }
+  Value r = dflt ? *dflt : d.items.back();
   ExprPtr matched = model::False();
   for (std::size_t i = d.items.size(); i >= 2; i -= 2) {
     ExprPtr eq = eqv(key, d.items[i - 2], at);

@@ -48,6 +48,25 @@ ExprPtr Walker::asInt(const Value& v) {
   }
 }
 
+// v without its None leaves (Undef when it is None on every path); `none`
+// gets the condition under which it is None.
+Value Walker::withoutNone(const Value& v, ExprPtr& none) {
+  if (v.k == Value::K::None) {
+    none = model::True();
+    return Value{};
+  }
+  if (v.k != Value::K::Merge) {
+    none = model::False();
+    return v;
+  }
+  ExprPtr na, nb;
+  Value a = withoutNone(*v.a, na), b = withoutNone(*v.b, nb);
+  none = iteB(v.cond, na, nb);
+  if (a.k == Value::K::Undef) return b;
+  if (b.k == Value::K::Undef) return a;
+  return merge(v.cond, a, b);
+}
+
 // The value as a string expression (an unknown or a non-string leaf: an
 // opaque string), or null.
 ExprPtr Walker::asStr(const Value& v) {

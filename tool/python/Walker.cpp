@@ -595,6 +595,13 @@ void Walker::callOutputs(const std::map<std::string, Value>& snapshot) {
       v = merge(captures_[k].reached, captures_[k].value, v);
       reached = model::Or(reached, captures_[k].reached);
     }
+    // A None the call would receive: Python raised before it (None.attr).
+    ExprPtr none;
+    Value stripped = withoutNone(v, none);
+    if (stripped.k != Value::K::Undef) {
+      v = stripped;
+      reached = model::And(reached, model::Not(none));
+    }
     bool str = false;
     std::function<void(const Value&)> scan = [&](const Value& x) {
       if (x.k == Value::K::Str) str = true;

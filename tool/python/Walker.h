@@ -130,6 +130,7 @@ class Walker {
   ExprPtr truthy(const Value& v);
   ExprPtr asInt(const Value& v);
   ExprPtr asStr(const Value& v);
+  Value withoutNone(const Value& v, ExprPtr& none);
 
   // --- trace origins ----------------------------------------------------------
   static bool sameHop(const model::Hop& x, const model::Hop& y);

@@ -767,7 +767,8 @@ std::optional<Gap> Solver::computeGap(const Cell& c, GapKind kind) {
   z3::expr pin = I.pinConfig(m);
   auto reachable = [&](const z3::expr& f) {
     Impl::Query rq(I);
-    rq.s.add(f && pin);
+    // within what the gate admits there: the values it hands down are bound
+    rq.s.add(f && pin && I.gate);
     return rq.s.check() == z3::sat;
   };
   // Prefer a leaf whose condition depends on the configuration (the switch's
