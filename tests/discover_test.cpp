@@ -200,6 +200,13 @@ TEST_F(Tree, BundledLayoutsInheritTheGenericDescription) {
       EXPECT_EQ(x.cpp.preconditions, std::vector<std::string>{"RuntimeCheck"});
       EXPECT_EQ(x.cpp.members.at("algo"), "algo");
     }
+    // its 2026-07 layout (the same model, other paths) and its first shape (found, no model)
+    if (x.name == "sglang-custom-ar-v2-jit-kernel") {
+      EXPECT_TRUE(x.unmodelled.empty());
+      EXPECT_EQ(x.cpp.include_dirs, std::vector<std::string>{"python/sglang/jit_kernel/include"});
+      EXPECT_EQ(x.python.call_outputs.at("algo").method, "custom_all_reduce");
+    }
+    if (x.name == "sglang-custom-ar-v2-object") EXPECT_FALSE(x.unmodelled.empty());
     if (x.name == "quick-allreduce") {
       EXPECT_TRUE(x.unmodelled.empty());
       EXPECT_EQ(x.python.outputs.at("qr_quant_level"), "quant_level");
