@@ -170,14 +170,14 @@ std::string Walker::baseName(TSNode n) const {
 }
 
 Value Walker::evalCall(TSNode n, State& st, Frame& fr, Ctx& cx) {
-  if (!call_out_) return evalCallInner(n, st, fr, cx);
+  Args a = parseArgs(field(n, "arguments"));
+  if (!call_out_) return evalCallInner(n, a, st, fr, cx);
   // Looking for a call that hands a value down: it may sit in the arguments
   // of a call the walker does not follow (torch.from_dlpack(op(...))).
   TSNode fn = field(n, "function");
-  Args a = parseArgs(field(n, "arguments"));
   std::string callee = is(fn, "identifier") ? text(fn) : is(fn, "attribute") ? text(field(fn, "attribute")) : "";
   if (callee == call_out_->call) captureCallOutput(n, a, st, fr, cx);
-  Value v = evalCallInner(n, st, fr, cx);
+  Value v = evalCallInner(n, a, st, fr, cx);
   if (v.k == Value::K::Unknown) {
     Ctx scratch = cx;
     for (TSNode k : a.pos) eval(k, st, fr, scratch);
@@ -186,9 +186,8 @@ Value Walker::evalCall(TSNode n, State& st, Frame& fr, Ctx& cx) {
   return v;
 }
 
-Value Walker::evalCallInner(TSNode n, State& st, Frame& fr, Ctx& cx) {
+Value Walker::evalCallInner(TSNode n, const Args& a, State& st, Frame& fr, Ctx& cx) {
   TSNode fn = field(n, "function");
-  Args a = parseArgs(field(n, "arguments"));
   if (is(fn, "identifier")) {
     std::string name = text(fn);
     bool local = st.locals.count(name) > 0 && fr.kind != Frame::Kind::Module;

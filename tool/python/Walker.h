@@ -192,7 +192,7 @@ class Walker {
   static bool isLoggingObject(const std::string& base);
   std::string baseName(TSNode n) const;
   Value evalCall(TSNode n, State& st, Frame& fr, Ctx& cx);
-  Value evalCallInner(TSNode n, State& st, Frame& fr, Ctx& cx);
+  Value evalCallInner(TSNode n, const Args& a, State& st, Frame& fr, Ctx& cx);
   Value probeValue(const std::string& probe);
   Value probeAt(const std::string& probe, TSNode call);
 
