@@ -38,6 +38,7 @@ enum ErrorCode : uint32_t {
   kErrNone = 0,
   kErrBarrierTimeout = 1,  // a peer never reached a barrier
   kErrDataTimeout = 2,     // a peer's pushed data never arrived
+  kErrUnregistered = 3,    // a graph-captured pull ran before its buffers were registered
 };
 
 enum BarrierStage { kStart = 0, kMid = 1, kEnd = 2 };
@@ -68,6 +69,11 @@ struct CallArgs {
   uint32_t units;       // message length in 16-byte units
   uint64_t ll_half;     // bytes in one parity half of a push region
   int64_t timeout_ns;   // per-call deadline for every wait
+  // Pull kernels only: when set, the rank inputs are read from this device
+  // array at run time instead of from the `src` argument. A call captured in
+  // a CUDA graph before its input was registered gets a slot here, filled
+  // once the peers' addresses are known (CustomAllreduce::bind_graph_buffers).
+  const RankPtrs* late_src;
 };
 
 namespace detail {
@@ -275,6 +281,19 @@ struct Acc {
   }
 };
 
+// A late-bound source table (CallArgs::late_src) whose slot was never
+// filled holds null pointers: the kernel then moves no data but still meets
+// its peers at every barrier, so epochs stay in step, and reports
+// kErrUnregistered instead of faulting.
+template <int N>
+__device__ __forceinline__ bool sources_ready(const CallArgs& a, const RankPtrs& s) {
+  bool ok = true;
+#pragma unroll
+  for (int p = 0; p < N; ++p) ok &= s.p[p] != nullptr;
+  if (!ok && threadIdx.x == 0) atomicCAS(&a.sig.p[a.rank]->error, kErrNone, static_cast<uint32_t>(kErrUnregistered));
+  return ok;
+}
+
 }  // namespace detail
 
 // ---------------------------------------------------------------------------
@@ -384,15 +403,12 @@ __global__ void __launch_bounds__(kThreads) two_shot_push(const __grid_constant_
 // The end barrier keeps a rank from returning (and its caller from
 // overwriting the input) while a peer still reads it. Needs in != out.
 template <typename T, int N>
-__global__ void __launch_bounds__(kThreads) one_stage_pull(const __grid_constant__ CallArgs a,
-                                                         const __grid_constant__ RankPtrs src, uint4* out) {
+__device__ __forceinline__ void one_stage_pull_body(const CallArgs& a, const RankPtrs& src, uint4* out, uint32_t e,
+                                                    detail::Deadline& d, bool have) {
   using namespace detail;
-  const Epoch ep = begin_call(a);
-  const uint32_t e = ep.e;
-  Deadline d = deadline(a);
   barrier<N>(a, kStart, e, d);
   const uint32_t stride = gridDim.x * blockDim.x;
-  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < a.units; i += stride) {
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; have && i < a.units; i += stride) {
     Acc<T> acc;
 #pragma unroll
     for (int p = 0; p < N; ++p) {
@@ -405,6 +421,22 @@ __global__ void __launch_bounds__(kThreads) one_stage_pull(const __grid_constant
     out[i] = acc.pack();
   }
   barrier<N>(a, kEnd, e, d);
+}
+
+template <typename T, int N>
+__global__ void __launch_bounds__(kThreads) one_stage_pull(const __grid_constant__ CallArgs a,
+                                                         const __grid_constant__ RankPtrs src, uint4* out) {
+  using namespace detail;
+  const Epoch ep = begin_call(a);
+  Deadline d = deadline(a);
+  // Two copies of the body: the direct one reads the pointers from the
+  // parameter space, as before late binding existed.
+  if (a.late_src) {
+    const RankPtrs late = *a.late_src;
+    one_stage_pull_body<T, N>(a, late, out, ep.e, d, sources_ready<N>(a, late));
+  } else {
+    one_stage_pull_body<T, N>(a, src, out, ep.e, d, true);
+  }
   finish_call(a, ep);
 }
 
@@ -417,20 +449,16 @@ __global__ void __launch_bounds__(kThreads) one_stage_pull(const __grid_constant
 // after the mid barrier, when every peer has finished reading our input
 // (same k slice per block in both phases).
 template <typename T, int N>
-__global__ void __launch_bounds__(kThreads) two_stage_pull(const __grid_constant__ CallArgs a,
-                                                         const __grid_constant__ RankPtrs src,
-                                                         const __grid_constant__ RankPtrs tmp, uint4* out) {
+__device__ __forceinline__ void two_stage_pull_body(const CallArgs& a, const RankPtrs& src, const RankPtrs& tmp,
+                                                    uint4* out, uint32_t e, detail::Deadline& d, bool have) {
   using namespace detail;
-  const Epoch ep = begin_call(a);
-  const uint32_t e = ep.e;
-  Deadline d = deadline(a);
   const uint32_t stride = gridDim.x * blockDim.x;
   const uint32_t first = blockIdx.x * blockDim.x + threadIdx.x;
   const uint32_t c = (a.units + N - 1) / N;
   const int r = a.rank;
   barrier<N>(a, kStart, e, d);
   uint4* own_tmp = static_cast<uint4*>(tmp.p[r]);
-  for (uint32_t k = first; k < c; k += stride) {
+  for (uint32_t k = first; have && k < c; k += stride) {
     const uint64_t idx = static_cast<uint64_t>(r) * c + k;
     if (idx >= a.units) break;
     Acc<T> acc;
@@ -445,13 +473,28 @@ __global__ void __launch_bounds__(kThreads) two_stage_pull(const __grid_constant
     own_tmp[idx] = acc.pack();
   }
   barrier<N>(a, kMid, e, d);
-  for (uint32_t k = first; k < c; k += stride) {
+  for (uint32_t k = first; have && k < c; k += stride) {
 #pragma unroll
     for (int p = 0; p < N; ++p) {
       const uint64_t idx = static_cast<uint64_t>(p) * c + k;
       if (idx >= a.units) continue;
       out[idx] = static_cast<const uint4*>(tmp.p[p])[idx];
     }
+  }
+}
+
+template <typename T, int N>
+__global__ void __launch_bounds__(kThreads) two_stage_pull(const __grid_constant__ CallArgs a,
+                                                         const __grid_constant__ RankPtrs src,
+                                                         const __grid_constant__ RankPtrs tmp, uint4* out) {
+  using namespace detail;
+  const Epoch ep = begin_call(a);
+  Deadline d = deadline(a);
+  if (a.late_src) {
+    const RankPtrs late = *a.late_src;
+    two_stage_pull_body<T, N>(a, late, tmp, out, ep.e, d, sources_ready<N>(a, late));
+  } else {
+    two_stage_pull_body<T, N>(a, src, tmp, out, ep.e, d, true);
   }
   finish_call(a, ep);
 }

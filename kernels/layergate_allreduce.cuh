@@ -23,6 +23,7 @@
 #include <string>
 #include <type_traits>
 #include <unordered_map>
+#include <vector>
 
 #include "allreduce_kernels.cuh"
 
@@ -255,6 +256,7 @@ class CustomAllreduce {
       push_.p[p] = s + 2 * round_up(max_bytes);
     }
     half_ = half;
+
     // one_shot_push puts world_size copies of the message (2 bytes of line
     // per byte of data) into one half.
     one_shot_cap_ = half / (2 * static_cast<size_t>(world_size)) / 16 * 16;
@@ -264,12 +266,48 @@ class CustomAllreduce {
     }
   }
 
+  CustomAllreduce(const CustomAllreduce&) = delete;
+  CustomAllreduce& operator=(const CustomAllreduce&) = delete;
+  ~CustomAllreduce() {
+    if (graph_slots_) cudaFree(graph_slots_);
+  }
+
   // `peers[i]` is where rank i's copy of the buffer at `local` lives. Pull
   // kernels then read an input at `local` in place instead of staging it.
   void register_buffer(const void* local, void* const* peers) {
     RankPtrs r{};
     for (int p = 0; p < world_size_; ++p) r.p[p] = peers[p];
     registered_[local] = r;
+  }
+
+  // Graph-buffer registration (off by default: then a pull kernel captured
+  // with an unregistered input stages it, as in eager mode). When on, a pull
+  // call captured in a CUDA graph with an unregistered input reads its
+  // sources at run time from a device slot instead, and the input joins
+  // graph_pending() (in order of first use; every rank captures the same
+  // calls, so index i names the same buffer on every rank). Once the peers'
+  // addresses are known, bind_graph_buffers() fills the slots; a replay
+  // before that moves no data and reports kErrUnregistered. Call outside
+  // capture, on the rank's device.
+  void enable_graph_registration(size_t slots = 4096) {
+    if (graph_slots_) return;
+    check_cuda(cudaMalloc(&graph_slots_, slots * sizeof(RankPtrs)), "cudaMalloc(graph slots)");
+    check_cuda(cudaMemset(graph_slots_, 0, slots * sizeof(RankPtrs)), "cudaMemset(graph slots)");
+    check_cuda(cudaDeviceSynchronize(), "graph slots");
+    graph_capacity_ = slots;
+  }
+  const std::vector<const void*>& graph_pending() const { return graph_pending_; }
+  // ptrs[i]: every rank's copy of graph_pending()[i]; all pending ones at once.
+  void bind_graph_buffers(const std::vector<RankPtrs>& ptrs) {
+    if (ptrs.size() != graph_pending_.size())
+      throw std::runtime_error("layergate: bind_graph_buffers needs one entry per pending graph buffer");
+    for (size_t i = 0; i < ptrs.size(); ++i) {
+      const size_t slot = graph_slot_of_.at(graph_pending_[i]);
+      check_cuda(cudaMemcpy(graph_slots_ + slot, &ptrs[i], sizeof(RankPtrs), cudaMemcpyHostToDevice),
+                 "fill graph slot");
+      registered_[graph_pending_[i]] = ptrs[i];
+    }
+    graph_pending_.clear();
   }
 
   // Sum over ranks of `size` elements of `in` into `out` (may be `in`).
@@ -309,11 +347,11 @@ class CustomAllreduce {
         } else if (bytes <= table_.nvlink_one_stage_max[N]) {                               \
           last_algo_ = Algo::kOneStagePull;                                                 \
           const RankPtrs src = pull_sources(in, out, bytes, stream, false);                 \
-          one_stage_pull<T, N><<<grid_full, kThreads, 0, stream>>>(a, src, vout);           \
+          one_stage_pull<T, N><<<grid_full, kThreads, 0, stream>>>(late(a), src, vout);           \
         } else {                                                                            \
           last_algo_ = Algo::kTwoStagePull;                                                 \
           const RankPtrs src = pull_sources(in, out, bytes, stream, true);                  \
-          two_stage_pull<T, N><<<grid_chunk, kThreads, 0, stream>>>(a, src, tmp_, vout);    \
+          two_stage_pull<T, N><<<grid_chunk, kThreads, 0, stream>>>(late(a), src, tmp_, vout);    \
         }                                                                                   \
       } else if (bytes <= table_.pcie_one_shot_max[N]) {                                    \
         last_algo_ = Algo::kOneShotPush;                                                    \
@@ -331,11 +369,11 @@ class CustomAllreduce {
     } else if (force == Algo::kOneStagePull) {                                              \
       last_algo_ = Algo::kOneStagePull;                                                     \
       const RankPtrs src = pull_sources(in, out, bytes, stream, false);                     \
-      one_stage_pull<T, N><<<grid_full, kThreads, 0, stream>>>(a, src, vout);               \
+      one_stage_pull<T, N><<<grid_full, kThreads, 0, stream>>>(late(a), src, vout);               \
     } else if (force == Algo::kTwoStagePull) {                                              \
       last_algo_ = Algo::kTwoStagePull;                                                     \
       const RankPtrs src = pull_sources(in, out, bytes, stream, true);                      \
-      two_stage_pull<T, N><<<grid_chunk, kThreads, 0, stream>>>(a, src, tmp_, vout);        \
+      two_stage_pull<T, N><<<grid_chunk, kThreads, 0, stream>>>(late(a), src, tmp_, vout);        \
     } else {                                                                                \
       throw std::runtime_error("layergate: unknown forced algorithm");                      \
     }                                                                                       \
@@ -404,6 +442,12 @@ class CustomAllreduce {
     a.units = static_cast<uint32_t>(bytes / 16);
     a.ll_half = half_;
     a.timeout_ns = timeout_ns_;
+    a.late_src = nullptr;
+    return a;
+  }
+  // The arguments of a pull launch: late-bound when pull_sources said so.
+  CallArgs late(CallArgs a) const {
+    a.late_src = late_;
     return a;
   }
 
@@ -430,9 +474,21 @@ class CustomAllreduce {
   // buffer, so the peers' staging pointers are the right ones to read.
   template <typename T>
   RankPtrs pull_sources(const T* in, const T* out, size_t bytes, cudaStream_t stream, bool in_place_ok) {
+    late_ = nullptr;
     if (in != out || in_place_ok) {
       auto it = registered_.find(in);
       if (it != registered_.end()) return it->second;
+      cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+      if (graph_slots_ && cudaStreamIsCapturing(stream, &cs) == cudaSuccess && cs == cudaStreamCaptureStatusActive) {
+        auto s = graph_slot_of_.find(in);
+        if (s == graph_slot_of_.end()) {
+          if (graph_used_ == graph_capacity_) throw std::runtime_error("layergate: graph buffer slots exhausted");
+          s = graph_slot_of_.emplace(in, graph_used_++).first;
+          graph_pending_.push_back(in);
+        }
+        late_ = graph_slots_ + s->second;
+        return RankPtrs{};
+      }
     }
     check_cuda(cudaMemcpyAsync(stage_.p[rank_], in, bytes, cudaMemcpyDeviceToDevice, stream), "stage input");
     return stage_;
@@ -454,15 +510,28 @@ class CustomAllreduce {
   std::unordered_map<const void*, RankPtrs> registered_;
   Algo last_algo_ = Algo::kAuto;
   int push_threads_ = 0;
+  RankPtrs* graph_slots_ = nullptr;  // device, graph_capacity_ entries
+  size_t graph_capacity_ = 0, graph_used_ = 0;
+  std::unordered_map<const void*, size_t> graph_slot_of_;
+  std::vector<const void*> graph_pending_;
+  const RankPtrs* late_ = nullptr;  // set by pull_sources for the next launch
 };
 
-// Entry function in the shape of the upstream op (`init_custom_ar`): the
-// NVLink flag arrives as the fourth argument and is stored in full_nvlink_.
-// Returns an opaque handle, as a torch binding would.
-inline int64_t init_custom_ar(const RankBuffers* ranks, int world_size, int rank, bool full_nvlink,
-                              size_t max_bytes, int max_blocks = 36) {
-  return reinterpret_cast<int64_t>(
-      new CustomAllreduce(rank, world_size, full_nvlink, ranks, max_bytes, max_blocks));
+// Entry function in the shape of the op the Python gate calls
+// (layergate_ops.init_custom_ar in kernels/torch/, whose first four
+// arguments are the upstream ones): ranks[p] is rank p's buffers as this
+// process addresses them (world size = ranks.size()); rank_data is unused,
+// kept from the upstream signature; the NVLink flag arrives as the fourth
+// argument and is stored in full_nvlink_. Returns an opaque handle, as the
+// torch binding does. kernels/layergate_ipc.cuh builds its IpcAllreduce
+// through this entry.
+inline int64_t init_custom_ar(const std::vector<RankBuffers>& ranks, const void* rank_data, int rank,
+                              bool full_nvlink, size_t max_bytes, int max_blocks = 36, int64_t timeout_ms = 10000,
+                              Thresholds table = Thresholds::defaults()) {
+  (void)rank_data;
+  return reinterpret_cast<int64_t>(new CustomAllreduce(rank, static_cast<int>(ranks.size()), full_nvlink,
+                                                       ranks.data(), max_bytes, max_blocks, table,
+                                                       timeout_ms * 1000000));
 }
 
 }  // namespace layergate

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "../layergate_allreduce.cuh"
+#include "../layergate_ipc.cuh"
 
 using namespace layergate;
 
@@ -304,10 +305,114 @@ void run_case(Group& g, const Variant& v, DType dt, size_t bytes, Mode mode, con
               v.label, dtype_name(dt), bytes, mode_name(mode));
   if (*chosen && v.force == Algo::kAuto) std::printf(" kernel=%s", chosen);
   if (!err.empty()) std::printf(" error=\"%s\"", err.c_str());
-  if (dev_err) std::printf(" device_error=%u(%s)", dev_err, dev_err == kErrBarrierTimeout ? "barrier timeout" : "data timeout");
+  if (dev_err) std::printf(" device_error=%u(%s)", dev_err, dev_err == kErrBarrierTimeout ? "barrier timeout" : dev_err == kErrDataTimeout ? "data timeout" : "unregistered graph buffer");
   if (wrong) std::printf(" wrong=%zu never_ran=%zu first_bad=%zu", wrong, never_ran, first_bad);
   std::printf("\n");
   std::fflush(stdout);
+}
+
+
+// The IPC layer and graph-buffer registration inside one process (CUDA IPC
+// proper needs two processes: kernels/torch/test_torch_allreduce.py). Two
+// ranks on GPU 0 through IpcAllreduce's pointer form: export of a buffer
+// inside a larger allocation (offset found), then a pull kernel captured
+// with unregistered inputs: a replay before registration must move nothing
+// and report kErrUnregistered (not hang, not fault), and after
+// bind_graph_buffers it must give the exact sum.
+void ipc_layer_check(Tally& t, int64_t timeout_ns) {
+  const int n = 2;
+  const size_t max_bytes = 1 << 20, bytes = 65536 + 16;
+  const size_t count = bytes / sizeof(float);
+  CK(cudaSetDevice(0));
+  cudaDeviceProp prop;
+  CK(cudaGetDeviceProperties(&prop, 0));
+  auto report = [&](bool ok, const std::string& what) {
+    ok ? ++t.passed : ++t.failed;
+    std::printf("%s ipc        ranks=%d %s\n", ok ? "PASS" : "FAIL", n, what.c_str());
+    std::fflush(stdout);
+  };
+  std::vector<void*> regions(n);
+  for (int r = 0; r < n; ++r) regions[r] = ipc::allocate_region(max_bytes);
+  char* pool = nullptr;  // both ranks' inputs and outputs in one allocation, at offsets
+  CK(cudaMalloc(&pool, 4 * max_bytes));
+  {
+    const ipc::BufferRef ref = ipc::export_buffer(pool + 3 * max_bytes + 256);
+    uintptr_t base = 0;
+    size_t size = 0;
+    ipc::allocation_range(pool + 17, &base, &size);
+    report(ref.offset == 3 * max_bytes + 256 && base == reinterpret_cast<uintptr_t>(pool) && size >= 4 * max_bytes,
+           "export_buffer offset=" + std::to_string(ref.offset) + " allocation=" + std::to_string(size));
+  }
+  for (Algo algo : {Algo::kOneStagePull, Algo::kTwoStagePull}) {
+    std::vector<std::unique_ptr<ipc::IpcAllreduce>> ar;
+    std::vector<cudaStream_t> st(n);
+    std::vector<float*> in(n), out(n);
+    std::vector<float> expect(count, 0.f);
+    for (int r = 0; r < n; ++r) {
+      CK(cudaStreamCreateWithFlags(&st[r], cudaStreamNonBlocking));
+      ar.emplace_back(new ipc::IpcAllreduce(r, n, true, regions, max_bytes, std::max(1, prop.multiProcessorCount / n),
+                                            Thresholds::defaults(), timeout_ns / 1000000));
+      in[r] = reinterpret_cast<float*>(pool + r * max_bytes);
+      out[r] = reinterpret_cast<float*>(pool + (2 + r) * max_bytes);
+      std::vector<float> h(count);
+      for (size_t i = 0; i < count; ++i) {
+        h[i] = static_cast<float>(input_value(r, i));
+        expect[i] += h[i];
+      }
+      CK(cudaMemcpy(in[r], h.data(), bytes, cudaMemcpyHostToDevice));
+      CK(cudaMemset(out[r], kSentinelByte, bytes));
+    }
+    std::vector<cudaGraphExec_t> exec(n);
+    bool pending_ok = true;
+    for (int r = 0; r < n; ++r) {
+      cudaGraph_t gr;
+      CK(cudaStreamBeginCapture(st[r], cudaStreamCaptureModeGlobal));
+      ar[r]->dispatch().allreduce<float>(st[r], in[r], out[r], static_cast<int>(count), algo);
+      CK(cudaStreamEndCapture(st[r], &gr));
+      CK(cudaGraphInstantiate(&exec[r], gr, 0));
+      CK(cudaGraphDestroy(gr));
+      pending_ok &= ar[r]->dispatch().graph_pending().size() == 1;
+      pending_ok &= ar[r]->graph_buffer_refs().at(0).offset == static_cast<uint64_t>(r) * max_bytes;
+    }
+    auto replay = [&](int times) {
+      for (int k = 0; k < times; ++k)
+        for (int r = 0; r < n; ++r) CK(cudaGraphLaunch(exec[r], st[r]));
+      for (int r = 0; r < n; ++r) CK(cudaStreamSynchronize(st[r]));
+    };
+    auto untouched = [&](int r) {
+      std::vector<unsigned char> got(bytes);
+      CK(cudaMemcpy(got.data(), out[r], bytes, cudaMemcpyDeviceToHost));
+      for (unsigned char c : got)
+        if (c != kSentinelByte) return false;
+      return true;
+    };
+    replay(1);
+    bool before_ok = pending_ok;
+    for (int r = 0; r < n; ++r) before_ok &= ar[r]->dispatch().error() == kErrUnregistered && untouched(r);
+    report(before_ok, std::string(algo_name(algo)) + " graph replay before register_graph_buffers: kErrUnregistered, output untouched");
+    for (int r = 0; r < n; ++r) CustomAllreduce::reset_rank_buffers(ipc::buffers_in_region(regions[r]), max_bytes);
+    RankPtrs both{};
+    for (int r = 0; r < n; ++r) {
+      for (int p = 0; p < n; ++p) both.p[p] = in[p];
+      ar[r]->dispatch().bind_graph_buffers({both});
+    }
+    replay(2);
+    bool after_ok = true;
+    for (int r = 0; r < n; ++r) {
+      std::vector<float> got(count);
+      CK(cudaMemcpy(got.data(), out[r], bytes, cudaMemcpyDeviceToHost));
+      after_ok &= ar[r]->dispatch().error() == 0 && std::memcmp(got.data(), expect.data(), bytes) == 0 &&
+                  ar[r]->dispatch().graph_pending().empty();
+    }
+    report(after_ok, std::string(algo_name(algo)) + " graph replay after register_graph_buffers: exact sum");
+    for (int r = 0; r < n; ++r) {
+      CK(cudaGraphExecDestroy(exec[r]));
+      CK(cudaStreamDestroy(st[r]));
+      CustomAllreduce::reset_rank_buffers(ipc::buffers_in_region(regions[r]), max_bytes);
+    }
+  }
+  for (void* r : regions) CK(cudaFree(r));
+  CK(cudaFree(pool));
 }
 
 }  // namespace
@@ -383,6 +488,11 @@ int main(int argc, char** argv) {
     if (n <= max_ranks) topos.push_back({"1gpu", std::vector<int>(n, 0)});
 
   Tally t;
+  {
+    const int before_pass = t.passed, before_fail = t.failed;
+    ipc_layer_check(t, timeout_ms * 1000000);
+    std::printf("group ipc ranks=2: %d passed, %d failed\n", t.passed - before_pass, t.failed - before_fail);
+  }
   for (const Topo& tp : topos) {
     Group g = make_group(tp.name, tp.dev, max_bytes, timeout_ms * 1000000,
                          host_mapped ? Memory::kHostMapped : Memory::kDevice);
