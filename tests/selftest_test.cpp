@@ -15,6 +15,8 @@
 #include "cli/Analysis.h"
 #include "cpp/CppFrontend.h"
 #include "selftest/Bench.h"
+#include "selftest/EntryHarness.h"
+#include "selftest/HeaderScan.h"
 #include "selftest/FromAnalysis.h"
 #include "selftest/Harness.h"
 #include "selftest/Process.h"
@@ -439,6 +441,173 @@ TEST(SelftestHarness, ParsesCellLines) {
   EXPECT_EQ(o[2].status, "hang");
   EXPECT_EQ(o[2].detail, "not finished after 5000 ms");
   EXPECT_EQ(o[0].cell.arg(), "4:0:8192");
+  HarnessCell c = o[0].cell;
+  c.values = {{"blocks", 2}, {"variant", 3}};
+  EXPECT_EQ(c.arg(), "4:0:8192:blocks=2,variant=3");
+}
+
+// ---- a dispatch called with what the gate hands down (EntryHarness.h) ------------
+
+TEST(SelftestEntryHarness, ScansNamespaceScopeFunctions) {
+  const std::string text = R"(
+namespace outer { namespace inner {
+struct Layout { size_t a; int f() { return 1; } };
+enum class Kind : int { kA = 0 };
+inline Layout make_layout(int world_size, int64_t max_numel) { Layout l{}; return l; }
+template <typename T>
+cudaError_t run(const T* in, T* out, Kind kind) { if (x) { return cudaSuccess; } return cudaErrorInvalidValue; }
+// int not_this(int) { }
+}  // namespace inner
+int at_top(int n) { return n; }
+}
+)";
+  std::vector<std::string> names, ns;
+  for (const auto& f : scanFunctions(text)) {
+    names.push_back(f.fn.name);
+    std::string q;
+    for (const auto& n : f.namespaces) q += n + "::";
+    ns.push_back(q);
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"make_layout", "run", "at_top"}));
+  EXPECT_EQ(ns, (std::vector<std::string>{"outer::inner::", "outer::inner::", "outer::"}));
+  auto fs = scanFunctions(text);
+  EXPECT_EQ(fs[0].fn.return_type, "Layout");
+  EXPECT_TRUE(fs[1].fn.is_template);
+  EXPECT_EQ(fs[1].fn.return_type, "cudaError_t");
+}
+
+namespace {
+// A header in the shape of a PCIe IPC launcher (written for this test): the
+// entry takes a view of every peer's workspace that two factories build, and
+// the header says how big a rank's workspace is.
+const char* kEntryHeader = R"(
+namespace demo::ipc {
+enum class Variant : int { kPush = 0, kRing = 1 };
+struct Layout { size_t signal, total; };
+inline Layout compute_layout(int world_size, int64_t max_numel, int elem_size, int max_blocks) { return {}; }
+inline int64_t workspace_size(int world_size, int64_t max_numel, int elem_size, int max_blocks) { return 0; }
+struct Views { uint64_t peer[8]; };
+inline Views make_views(const int64_t* ipc_ptrs, int world_size, int rank, const Layout& layout) { return {}; }
+template <typename T>
+cudaError_t all_reduce(const T* input, T* output, int64_t numel, const Views& views, int rank, int world_size,
+                       int max_blocks, int64_t max_numel, int blocks, int threads, Variant variant, bool use_pdl,
+                       cudaStream_t stream) { return cudaErrorInvalidValue; }
+}
+)";
+model::Dispatch entryDispatch() {
+  model::Dispatch d;
+  d.function = "all_reduce";
+  d.ns = "demo::ipc";
+  d.is_template = true;
+  for (auto [t, n] : std::vector<std::pair<std::string, std::string>>{
+           {"const T *", "input"}, {"T *", "output"}, {"int64_t", "numel"}, {"const Views &", "views"}, {"int", "rank"},
+           {"int", "world_size"}, {"int", "max_blocks"}, {"int64_t", "max_numel"}, {"int", "blocks"}, {"int", "threads"},
+           {"Variant", "variant"}, {"bool", "use_pdl"}, {"cudaStream_t", "stream"}}) {
+    model::CppParam p;
+    p.type = t;
+    p.name = n;
+    d.params.push_back(p);
+  }
+  return d;
+}
+}  // namespace
+
+TEST(SelftestEntryHarness, EveryParameterFromTheCellTheRankOrAFactory) {
+  const std::map<std::string, std::string> members{{"variant", "variant"}, {"blocks", "blocks"}, {"threads", "threads"}};
+  const std::set<std::string> values{"numel", "elem_size", "max_blocks", "blocks", "threads", "variant"};
+  HarnessSpec h = planEntryHarness(entryDispatch(), "/x/demo.cuh", kEntryHeader, members, values, 2);
+  EXPECT_TRUE(h.entry);
+  EXPECT_EQ(h.elem_type, "__half");
+  EXPECT_EQ(h.dispatch, "demo::ipc::all_reduce");
+  EXPECT_TRUE(h.entry_returns_error);
+  ASSERT_EQ(h.entry_locals.size(), 2u);
+  EXPECT_EQ(h.entry_locals[0],
+            "const auto lg_layout = demo::ipc::compute_layout(ws, cap, static_cast<int>(V(\"elem_size\")), "
+            "static_cast<int>(V(\"max_blocks\")));");
+  EXPECT_EQ(h.entry_locals[1], "const auto lg_views = demo::ipc::make_views(lg_peers.data(), ws, r, lg_layout);");
+  EXPECT_NE(h.entry_call.find("demo::ipc::all_reduce<__half>(static_cast<const __half*>(k.in), static_cast<__half*>(k.out), "
+                              "static_cast<int64_t>(V(\"numel\")), lg_views, r, ws, static_cast<int>(V(\"max_blocks\")), cap, "
+                              "static_cast<int>(V(\"blocks\")), static_cast<int>(V(\"threads\")), "
+                              "static_cast<demo::ipc::Variant>(V(\"variant\")), false, k.stream)"),
+            std::string::npos)
+      << h.entry_call;
+  EXPECT_EQ(h.slab_bytes, "demo::ipc::workspace_size(ws, cap, static_cast<int>(V(\"elem_size\")), static_cast<int>(V(\"max_blocks\")))");
+  const std::string cu = generateEntryHarness(h);
+  EXPECT_NE(cu.find("#include \"/x/demo.cuh\""), std::string::npos);
+  EXPECT_NE(cu.find("using Elem = __half;"), std::string::npos);
+  for (const char* p : {"LGH_ELEM", "LGH_SLAB", "LGH_LOCALS", "LGH_CALL"}) EXPECT_EQ(cu.find(p), std::string::npos) << p;
+}
+
+TEST(SelftestEntryHarness, APeerViewWithoutAWorkspaceSizeIsRefused) {
+  std::string text = kEntryHeader;
+  text.replace(text.find("workspace_size"), 14, "scratch_thing");
+  try {
+    planEntryHarness(entryDispatch(), "/x/demo.cuh", text, {}, {"numel", "elem_size", "max_blocks", "blocks", "threads", "variant"}, 2);
+    FAIL() << "expected a HarnessError";
+  } catch (const HarnessError& e) {
+    EXPECT_NE(std::string(e.what()).find("no function that gives a rank's workspace size"), std::string::npos) << e.what();
+  }
+}
+
+TEST(SelftestEntryHarness, ATvmFfiObjectIsNamedAsWhatIsMissing) {
+  model::Dispatch d;
+  d.function = "run";
+  d.class_name = "AllReduceKernel";
+  d.is_static = true;
+  for (auto [t, n] : std::vector<std::pair<std::string, std::string>>{{"CommunicatorRef", "ref"}, {"Tensor", "in_"}}) {
+    model::CppParam p;
+    p.type = t;
+    p.name = n;
+    d.params.push_back(p);
+  }
+  try {
+    planEntryHarness(d, "/x/v2.cuh", "namespace {}", {}, {}, 0);
+    FAIL() << "expected a HarnessError";
+  } catch (const HarnessError& e) {
+    EXPECT_NE(std::string(e.what()).find("'CommunicatorRef ref' of run has no role"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("tvm-ffi"), std::string::npos) << e.what();
+  }
+}
+
+TEST(SelftestEntryHarness, ThePlannedGapOfTheFixtureIsACellWithItsValues) {
+  // The static side of flashinfer-pcie-ipc-flat4: one example per leaf the
+  // gate reaches, the gap among them with the variant the policy hands down.
+  const std::string dir = kFixtures + "/flashinfer-pcie-ipc-flat4";
+  driver::Request req;
+  req.target = "flashinfer-pcie-ipc";
+  req.examples = true;
+  req.python_files = {dir + "/flashinfer/comm/pcie_ipc_policy.py"};
+  req.cpp_files = {dir + "/include/flashinfer/comm/pcie_ipc_all_reduce.cuh"};
+  report::Result r = driver::analyse(req);
+  StaticMatrix m = matrixFromResult(r);
+  // Round trip through the plan's JSON, as a GPU box reads it.
+  m = matrixFromJson(toJson(m));
+  std::vector<HarnessCell> cells = harnessCells(m, false);
+  const HarnessCell* gap = nullptr;
+  int launches = 0;
+  for (const auto& c : cells) {
+    if (c.expect == "no kernel ran") gap = &c;
+    if (c.expect == "ok") ++launches;
+    EXPECT_TRUE(c.world_size == 2 || c.world_size == 4 || c.world_size == 8) << c.arg();
+  }
+  ASSERT_NE(gap, nullptr);
+  EXPECT_EQ(gap->world_size, 4);
+  EXPECT_EQ(gap->bytes, 524288);
+  std::map<std::string, std::int64_t> v(gap->values.begin(), gap->values.end());
+  EXPECT_EQ(v["variant"], 3);
+  EXPECT_EQ(v["threads"], 256);
+  EXPECT_EQ(v["numel"] * v["elem_size"], 524288);
+  EXPECT_LE(v["blocks"], 16);
+  EXPECT_GE(launches, 4);  // ws 2, 4 (two variants), 8 (two)
+  EXPECT_EQ(gap->arg().rfind("4:0:524288:blocks=", 0), 0u) << gap->arg();
+  // The fixture's header: its all_reduce takes values, not peer views.
+  target::Target t = driver::selectTarget("", "flashinfer-pcie-ipc");
+  std::set<std::string> names;
+  for (const auto& [k, x] : gap->values) names.insert(k);
+  HarnessSpec h = planEntryHarness(r.dispatch, req.cpp_files[0], slurp(req.cpp_files[0]), t.cpp.members, names, 2);
+  EXPECT_NE(h.entry_call.find("fixture_ipc::all_reduce<__half>("), std::string::npos) << h.entry_call;
+  EXPECT_NE(h.entry_call.find("static_cast<fixture_ipc::Variant>(V(\"variant\"))"), std::string::npos) << h.entry_call;
+  EXPECT_TRUE(h.slab_bytes.empty());
 }
 
 // ---- child processes ------------------------------------------------------------

@@ -127,6 +127,15 @@ report::Result analyse(const Request& req) {
     for (auto& f : r.findings)
       if (f.rule == "LG008") f.severity = model::Severity::Error;
   r.matrix = solver.matrix();
+  if (req.examples)
+    for (auto& v : r.matrix) {
+      if (v.undecided || v.gate.state == solve::GateState::Blocked) continue;
+      try {
+        v.examples = solver.examples(v.cell);
+      } catch (const solve::UndecidedError& e) {
+        r.dispatch.notes.push_back(std::string("no example configurations for the self-test: ") + e.what());
+      }
+    }
   selectionLayer(sources, tgt.python, limits, req, r);
   finishFindings(req, r);
   return r;

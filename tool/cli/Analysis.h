@@ -26,6 +26,7 @@ struct Request {
   std::size_t max_file_bytes = 8u << 20;
   int max_depth = 200;  // nesting, both frontends
   bool strict = false;  // possible gaps (LG008) are errors
+  bool examples = false;  // one example configuration per reachable dispatch leaf in each admitted cell (selftest)
   // The configuration's rule policy (select/ignore, severities, per-file
   // ignores); null: every rule at its own severity. Inline suppressions
   // apply either way.

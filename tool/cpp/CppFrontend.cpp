@@ -927,6 +927,14 @@ class Consumer : public SemaConsumer {
               break;
             }
           job_.result.dispatch = detail::walkDispatch(ctx, chosen, *job_.spec, wo);
+          job_.result.dispatch.params = trace.params(chosen);
+          job_.result.dispatch.is_template = chosen->getDescribedFunctionTemplate() != nullptr ||
+                                             chosen->isTemplateInstantiation() || chosen->isDependentContext();
+          if (auto* md = dyn_cast<CXXMethodDecl>(chosen)) job_.result.dispatch.is_static = md->isStatic();
+          for (const DeclContext* dc = chosen->getDeclContext(); dc; dc = dc->getParent())
+            if (auto* nd = dyn_cast<NamespaceDecl>(dc); nd && !nd->isAnonymousNamespace())
+              job_.result.dispatch.ns = nd->getNameAsString() + (job_.result.dispatch.ns.empty() ? "" : "::") +
+                                        job_.result.dispatch.ns;
           job_.result.found = true;
           trace.memberUses(chosen);
         }

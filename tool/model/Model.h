@@ -285,6 +285,13 @@ struct Dispatch {
   std::string class_name;
   std::string function;   // e.g. "allreduce"
   Location where;
+  // The dispatch function's signature, for a harness that calls it (selftest):
+  // its parameters as written, its enclosing namespaces ("flashinfer::comm"),
+  // whether it is a template and whether it is a static member.
+  std::vector<CppParam> params;
+  std::string ns;
+  bool is_template = false;
+  bool is_static = false;
   std::vector<Leaf> leaves;
   std::vector<OpaqueSymbol> opaques;
   std::vector<std::string> env_reads;   // std::getenv names

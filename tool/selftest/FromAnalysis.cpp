@@ -3,12 +3,14 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/Analysis.h"
 #include "cli/Scan.h"
 #include "model/Errors.h"
+#include "selftest/EntryHarness.h"
 
 namespace layergate::selftest {
 
@@ -44,6 +46,15 @@ StaticMatrix matrixFromResult(const report::Result& r) {
       sp.hi = p.sizes.unbounded() ? -1 : p.sizes.hi;
       sp.precondition = p.precondition;
       c.parts.push_back(sp);
+    }
+    for (const auto& e : v.examples) {
+      StaticExample se;
+      se.kind = e.kind == model::LeafKind::Launch ? "launch" : e.kind == model::LeafKind::Throw ? "throw" : "none";
+      se.kernel = e.kernel;
+      se.bytes = e.config.nbytes.value_or(0);
+      se.values = e.config.values;
+      se.env = solve::describeEnv(e.config.env);
+      c.examples.push_back(std::move(se));
     }
     m.cells.push_back(std::move(c));
   }
@@ -85,6 +96,7 @@ Plan makePlan(const Options& o) {
       else throw InputError("--header needs the Python gate: give --python FILE (or --check DIR)");
     }
     driver::Request req = base;
+    req.examples = true;
     req.python_files = {python};
     req.cpp_files = {o.header};
     report::Result r = driver::analyse(req);
@@ -96,8 +108,20 @@ Plan makePlan(const Options& o) {
     plan.header = fs::absolute(o.header).lexically_normal().string();
     target::Target tgt = driver::selectTarget(o.rules_dir, o.target);
     try {
-      HarnessSpec spec = planHarness(r.dispatch, o.header, driver::readSource(o.header, 8u << 20), tgt.cpp.members,
-                                     o.include_dirs);
+      const std::string text = driver::readSource(o.header, 8u << 20);
+      // A class the harness constructs (v1), or a function called with what
+      // the gate hands down (a policy's launch config).
+      const bool entry = r.dispatch.class_name.empty() || r.dispatch.is_static;
+      std::set<std::string> values;
+      int elem_size = 0;
+      for (const auto& c : m.cells)
+        for (const auto& e : c.examples)
+          for (const auto& [k, v] : e.values) {
+            values.insert(k);
+            if (k == "elem_size" && (elem_size == 0 || v == 2)) elem_size = static_cast<int>(v);
+          }
+      HarnessSpec spec = entry ? planEntryHarness(r.dispatch, o.header, text, tgt.cpp.members, values, elem_size)
+                               : planHarness(r.dispatch, o.header, text, tgt.cpp.members, o.include_dirs);
       plan.harness_source = generateHarness(spec);
       plan.harness_shims = spec.shims;
       plan.harness_calls = spec.describe();

@@ -86,6 +86,15 @@ struct HarnessSpec {
   std::vector<std::string> kernels;  // launched kernels named by the frontend (for the report)
   std::map<std::string, std::string> shims;  // missing include -> stub content
   std::vector<std::string> notes;
+  // A dispatch that is a function called with what the gate hands down
+  // (EntryHarness.h) rather than a class's method: the call per rank.
+  bool entry = false;
+  std::string elem_type = "float";         // the element type the entry is instantiated with
+  std::string slab_bytes;                  // each rank's shared slab (zeroed), an expression; "" when none
+  std::vector<std::string> entry_locals;   // statements before the call (objects the header's factories build)
+  std::string entry_call;                  // the call, returning a cudaError_t or void
+  bool entry_returns_error = false;        // the call returns cudaError_t
+  std::vector<std::string> values;         // the handed-down values the call reads
   std::string describe() const;  // one paragraph: what the harness calls, with roles
 };
 
@@ -102,7 +111,13 @@ struct HarnessCell {
   int world_size = 0;
   bool full_nvlink = false;
   std::int64_t bytes = 0;
-  std::string arg() const;  // "4:0:8192"
+  // From an example configuration (StaticExample): the values the gate hands
+  // down there, what the static side expects ("ok", "no kernel ran",
+  // "throws") and the leaf it reaches.
+  std::vector<std::pair<std::string, std::int64_t>> values;
+  std::string expect;
+  std::string leaf;
+  std::string arg() const;  // "4:0:8192", with values "4:0:524288:blocks=2,variant=3"
 };
 
 // What a harness run printed for one cell.

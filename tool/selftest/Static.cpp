@@ -152,6 +152,14 @@ nlohmann::json toJson(const StaticCell& c) {
     j["dispatch"].push_back({{"kind", p.kind}, {"kernel", p.kernel}, {"lo", p.lo},
                              {"hi", p.hi < 0 ? nlohmann::json(nullptr) : nlohmann::json(p.hi)},
                              {"precondition", p.precondition}});
+  if (!c.examples.empty()) {
+    j["examples"] = nlohmann::json::array();
+    for (const auto& e : c.examples) {
+      nlohmann::json v = nlohmann::json::object();
+      for (const auto& [k, x] : e.values) v[k] = x;
+      j["examples"].push_back({{"kind", e.kind}, {"kernel", e.kernel}, {"bytes", e.bytes}, {"values", v}, {"env", e.env}});
+    }
+  }
   j["lg001"] = c.noKernelGap();
   j["words"] = describeCell(c);
   return j;
@@ -186,6 +194,16 @@ StaticMatrix matrixFromJson(const nlohmann::json& j) {
       p.hi = jp["hi"].is_null() ? -1 : jp["hi"].get<std::int64_t>();
       p.precondition = jp.value("precondition", false);
       c.parts.push_back(p);
+    }
+    for (const auto& je : jc.value("examples", nlohmann::json::array())) {
+      StaticExample e;
+      e.kind = je.value("kind", "launch");
+      e.kernel = je.value("kernel", "");
+      e.bytes = je.value("bytes", std::int64_t(0));
+      e.env = je.value("env", "");
+      const nlohmann::json values = je.value("values", nlohmann::json::object());
+      for (const auto& [k, x] : values.items()) e.values.push_back({k, x.get<std::int64_t>()});
+      c.examples.push_back(std::move(e));
     }
     m.cells.push_back(std::move(c));
   }

@@ -25,6 +25,17 @@ struct StaticPart {
   bool covers(std::int64_t bytes) const { return bytes >= lo && (hi < 0 || bytes <= hi); }
 };
 
+// A configuration of the cell that the gate admits and that reaches one
+// dispatch leaf (solve::Example): what the harness of a dispatch that takes
+// handed-down values (a variant, a block count) runs.
+struct StaticExample {
+  std::string kind;    // "launch", "none", "throw"
+  std::string kernel;  // launch: kernel; otherwise the leaf's text
+  std::int64_t bytes = 0;
+  std::vector<std::pair<std::string, std::int64_t>> values;  // "variant" -> 3
+  std::string env;     // the env that admits it, "" when none
+};
+
 struct StaticCell {
   int world_size = 0;
   bool full_nvlink = false;
@@ -33,6 +44,7 @@ struct StaticCell {
   bool has_sizes = false;
   std::int64_t gate_lo = 0, gate_hi = -1;  // admitted message sizes
   std::vector<StaticPart> parts;
+  std::vector<StaticExample> examples;
   bool admits() const { return gate == "admitted" || gate == "admitted_when"; }
   bool admitsSize(std::int64_t bytes) const {
     return admits() && (!has_sizes || (bytes >= gate_lo && (gate_hi < 0 || bytes <= gate_hi)));

@@ -796,6 +796,70 @@ std::optional<Gap> Solver::computeGap(const Cell& c, GapKind kind) {
   return g;
 }
 
+std::vector<Example> Solver::examples(const Cell& c, std::int64_t small) {
+  Impl& I = *impl_;
+  std::vector<Example> out;
+  // The integers a harness must be given: the gate's inputs and outputs.
+  std::vector<std::string> ints;
+  for (const auto& v : model::varsOf(gate_.predicate()))
+    if (v.kind == VarKind::Config && v.sort == Sort::Int && v.name != model::kWorldSize && v.name != model::kNbytes &&
+        model::envNameOf(v.name).empty() && std::find(ints.begin(), ints.end(), v.name) == ints.end())
+      ints.push_back(v.name);
+  std::sort(ints.begin(), ints.end());
+  for (size_t i = 0; i < dispatch_.leaves.size(); ++i) {
+    const auto& leaf = dispatch_.leaves[i];
+    if (!configDependent(leaf)) continue;
+    // A gap leaf counts only where no launch is reachable (what findGap asks).
+    z3::expr f = I.gate && I.cellExpr(c) && I.leaf_conds[i];
+    if (leaf.kind != LeafKind::Launch) f = f && !I.launch_any;
+    Impl::Query q(I);
+    q.s.add(f);
+    if (!I.sat(q.s, c, "example")) continue;
+    // Prefer env unset, then small integers, one at a time (greedy).
+    q.s.push();
+    q.s.add(I.envUnset());
+    if (I.sat(q.s, c, "example")) f = f && I.envUnset();
+    q.s.pop();
+    for (const auto& n : ints) {
+      z3::expr x = I.var(n, Sort::Int, VarKind::Config, Side::Python);
+      z3::expr b = x <= I.ctx.int_val(static_cast<int64_t>(small));
+      q.s.push();
+      q.s.add(f && b);
+      const bool ok = I.sat(q.s, c, "example");
+      q.s.pop();
+      if (ok) f = f && b;
+    }
+    SizeRange r = I.sizeRange(f, c);
+    z3::expr at = f && I.nbytes == I.ctx.int_val(static_cast<int64_t>(r.lo));
+    z3::model m(I.ctx);
+    auto env = I.minimalEnv(at, c, &m);
+    {
+      // minimalEnv answers only when `at` holds; keep its model.
+      Impl::Query mq(I);
+      mq.s.add(at && I.pinConfig(m));
+      if (!I.sat(mq.s, c, "example")) continue;
+      m = mq.s.get_model();
+    }
+    Example e;
+    e.kind = leaf.kind;
+    e.kernel = leaf.kind == LeafKind::Launch ? leaf.kernel : leaf.text;
+    e.where = leaf.spelling;
+    e.config.world_size = c.world_size;
+    if (!c.nvlink_any) e.config.full_nvlink = c.full_nvlink;
+    e.config.nbytes = r.lo;
+    e.config.env = env;
+    for (const auto& n : ints) {
+      std::int64_t v = 0;
+      if (m.eval(I.var(n, Sort::Int, VarKind::Config, Side::Python), true).is_numeral_i64(v)) e.config.values.push_back({n, v});
+    }
+    const bool seen = std::any_of(out.begin(), out.end(), [&](const Example& o) {
+      return o.kind == e.kind && o.kernel == e.kernel && o.config.nbytes == e.config.nbytes && o.config.values == e.config.values;
+    });
+    if (!seen) out.push_back(std::move(e));
+  }
+  return out;
+}
+
 std::optional<ForcedFlag> Solver::findForcedFlag() {
   Impl& I = *impl_;
   if (!I.split_flag) return std::nullopt;

@@ -95,10 +95,20 @@ struct EnvRejection {
   std::vector<std::string> accepted;  // string values of NAME that the dispatch compares with
 };
 
+// One configuration of a cell that the gate admits and that reaches one
+// dispatch leaf: what a harness runs to see that leaf on hardware (selftest).
+struct Example {
+  model::LeafKind kind;  // Launch: a kernel runs; None / Throw: a gap (LG001 / LG002)
+  std::string kernel;    // Launch: kernel; otherwise the leaf's text
+  model::Location where;
+  model::Config config;  // world size, nbytes (smallest there), env, values handed down
+};
+
 struct CellVerdict {
   Cell cell;
   CellGate gate;
   std::vector<DispatchPart> dispatch;
+  std::vector<Example> examples;  // filled on request (Solver::examples)
   bool undecided = false;   // a query ran out of time
   std::string undecided_reason;
 };
@@ -141,6 +151,13 @@ class Solver {
   // One per C++-only env variable whose values the dispatch rejects in a
   // configuration the gate admits.
   std::vector<EnvRejection> findEnvRejections();
+
+  // One example per dispatch leaf the gate reaches in `cell` (launches, and
+  // the fall-throughs and throws no launch covers), at the smallest size, with
+  // env variables unset where they can be, and every other integer the gate
+  // reads or hands down kept at most `small` where the gate allows it (so that
+  // ranks sharing one GPU can run it: blocks, threads). Throws UndecidedError.
+  std::vector<Example> examples(const Cell& cell, std::int64_t small = 16);
 
   // Whether some configuration (any world size, size, env) makes a Python-side
   // condition true; Z3 giving up answers true.
