@@ -575,7 +575,7 @@ TEST(SelftestEntryHarness, ThePlannedGapOfTheFixtureIsACellWithItsValues) {
   const std::string dir = kFixtures + "/flashinfer-pcie-ipc-flat4";
   driver::Request req;
   req.target = "flashinfer-pcie-ipc";
-  req.examples = true;
+  req.want_examples = [](const model::Gate&, const model::Dispatch&) { return true; };
   req.python_files = {dir + "/flashinfer/comm/pcie_ipc_policy.py"};
   req.cpp_files = {dir + "/include/flashinfer/comm/pcie_ipc_all_reduce.cuh"};
   report::Result r = driver::analyse(req);

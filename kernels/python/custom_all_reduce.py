@@ -86,6 +86,9 @@ class CustomAllreduce:
         )
         ops.register_buffer(self._ptr, self.buffer_ptrs)
         self._capturing = False
+        # Inputs bound by the last register_graph_buffers (pull calls captured
+        # with an unregistered input; push calls need none).
+        self.last_graph_buffers = 0
         self.disabled = False
 
     def _create_shared_buffer(self, size: int) -> List[int]:
@@ -118,6 +121,7 @@ class CustomAllreduce:
         gathered = [None] * self.world_size
         dist.all_gather_object(gathered, (handle, offset), group=self.group)
         ops.register_graph_buffers(self._ptr, [g[0] for g in gathered], [g[1] for g in gathered])
+        self.last_graph_buffers = len(offset)
 
     def last_algo(self) -> str:
         return ops.last_algo(self._ptr)

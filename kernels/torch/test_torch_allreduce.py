@@ -3,7 +3,7 @@
 torch.distributed.all_reduce, bit for bit.
 
     python3 kernels/torch/test_torch_allreduce.py --ranks N [--backend gloo|nccl]
-        [--quick] [--timeout S] [--kernel-timeout-ms MS] [--build-dir DIR]
+        [--quick] [--timeout S] [--kernel-timeout-ms MS] [--build-dir DIR] [--bench]
 
 Spawns N processes (torch.multiprocessing, spawn). Rank r uses GPU r % GPUs,
 so ranks share a GPU when N exceeds the GPU count; they then exchange CUDA
@@ -17,10 +17,12 @@ exact integer sum computed on the host side of each rank.
 
 Cases: full_nvlink True and False (the PCIe branch: push kernels only),
 fp32/fp16/bf16, sizes 16 B .. 64 MB, modes
-  eager  out of place, input unregistered (copied into the registered buffer)
-  graph  captured in a CUDA graph inside gate.capture() (input read in place,
-         peers' addresses bound after capture by register_graph_buffers),
-         replayed twice.
+  eager    out of place, input unregistered (copied into the registered buffer)
+  inplace  the same with out = inp
+  graph    captured in a CUDA graph inside gate.capture() (input read in
+           place, peers' addresses bound after capture by
+           register_graph_buffers: one buffer for a pull kernel, none for a
+           push kernel, checked), replayed twice.
 Inputs are integers in [-8, 8], so every sum is exact in every dtype and
 any order. One line per case, then "N passed, M failed". Waits are bounded:
 the kernels' own deadline (--kernel-timeout-ms), the process group timeout,
@@ -117,8 +119,9 @@ def worker(rank, world, port, opts, build_dir, q):
             for nbytes in sizes:
                 es = torch.tensor([], dtype=dtype).element_size()
                 numel = nbytes // es
-                for mode in ("eager", "graph"):
+                for mode in ("eager", "inplace", "graph"):
                     detail, algo, ok = "", "", False
+                    t_case = time.time()
                     try:
                         if mode == "graph" and not ca.should_custom_ar(torch.empty(numel, dtype=dtype, device=device)):
                             raise RuntimeError("gate does not admit this case")
@@ -131,6 +134,14 @@ def worker(rank, world, port, opts, build_dir, q):
                                 raise RuntimeError("gate does not admit this case")
                             ca.all_reduce(inp, out, registered=False)
                             algo = ca.last_algo()
+                        elif mode == "inplace":
+                            # out is inp: the reference reduces a copy.
+                            if not ca.should_custom_ar(inp):
+                                raise RuntimeError("gate does not admit this case")
+                            out = inp
+                            inp = inp.clone()
+                            ca.all_reduce(out, out, registered=False)
+                            algo = ca.last_algo()
                         else:
                             keep.append(inp)
                             graph = torch.cuda.CUDAGraph()
@@ -141,6 +152,13 @@ def worker(rank, world, port, opts, build_dir, q):
                                 with torch.cuda.graph(graph, stream=side):
                                     ca.all_reduce(inp, out)
                             algo = ca.last_algo()
+                            # Pull kernels read the captured input in place:
+                            # exactly it must have been bound across ranks.
+                            # Push kernels read it locally and bind nothing.
+                            want_bound = 1 if "pull" in algo else 0
+                            if ca.last_graph_buffers != want_bound:
+                                raise RuntimeError("%s captured: %d graph buffers bound, expected %d" % (
+                                    algo, ca.last_graph_buffers, want_bound))
                             graph.replay()
                             graph.replay()
                         torch.cuda.synchronize()
@@ -163,6 +181,7 @@ def worker(rank, world, port, opts, build_dir, q):
                     except Exception as e:  # reported as a failed case; the run goes on
                         detail = "error=%r" % (str(e).splitlines()[0] if str(e) else type(e).__name__)
                         ok = False
+                    secs = time.time() - t_case
                     results = [None] * world
                     dist.all_gather_object(results, (ok, detail, algo), group=cpu_group)
                     all_ok = all(r[0] for r in results)
@@ -172,9 +191,9 @@ def worker(rank, world, port, opts, build_dir, q):
                         failed += 1
                     if rank == 0:
                         bad_ranks = [i for i, r in enumerate(results) if not r[0]]
-                        line = "%s ranks=%d backend=%s nvlink=%d dtype=%s bytes=%d mode=%s kernel=%s %s" % (
+                        line = "%s ranks=%d backend=%s nvlink=%d dtype=%s bytes=%d mode=%s kernel=%s t=%.2fs %s" % (
                             "PASS" if all_ok else "FAIL", world, opts.backend, int(full_nvlink), dname[dtype],
-                            nbytes, mode, algo or "-", results[0][1] if all_ok else
+                            nbytes, mode, algo or "-", secs, results[0][1] if all_ok else
                             " ".join("rank%d:[%s]" % (i, results[i][1]) for i in bad_ranks))
                         q.put(("line", line))
                     if not all_ok:
@@ -189,10 +208,45 @@ def worker(rank, world, port, opts, build_dir, q):
         dist.barrier(group=cpu_group)
         ca.close()
         keep.clear()
+    if opts.bench:
+        bench(torch, dist, rank, world, device, cpu_group, gate_mod, opts, q)
     if rank == 0:
         q.put(("summary", passed, failed))
     dist.barrier(group=cpu_group)
     dist.destroy_process_group()
+
+
+def bench(torch, dist, rank, world, device, cpu_group, gate_mod, opts, q):
+    """Eager bf16 calls (input copied into the registered buffer), back to
+    back on each rank's stream: microseconds per call from CUDA events, the
+    slowest rank's. Ranks in different processes on one GPU are time-sliced
+    unless MPS runs, so this shows what sharing costs."""
+    ca = gate_mod.CustomAllreduce(cpu_group, device, True, max_size=4 << 20, timeout_ms=opts.kernel_timeout_ms)
+    for nbytes in (8192, 262144, 1 << 20, 4 << 20):
+        inp = torch.ones(nbytes // 2, dtype=torch.bfloat16, device=device)
+        out = torch.empty_like(inp)
+        for _ in range(20):
+            ca.all_reduce(inp, out, registered=False)
+        torch.cuda.synchronize()
+        dist.barrier(group=cpu_group)
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        iters = 200
+        start.record()
+        for _ in range(iters):
+            ca.all_reduce(inp, out, registered=False)
+        end.record()
+        torch.cuda.synchronize()
+        us = start.elapsed_time(end) * 1000.0 / iters
+        ok = ca.device_error() == 0 and bool((out == world).all().item())
+        res = [None] * world
+        dist.all_gather_object(res, (us, ok), group=cpu_group)
+        if rank == 0:
+            q.put(("line", "BENCH ranks=%d bf16 bytes=%d eager kernel=%s us_per_call=%.1f (slowest rank; fastest %.1f) %s" % (
+                world, nbytes, ca.last_algo(), max(r[0] for r in res), min(r[0] for r in res),
+                "ok" if all(r[1] for r in res) else "WRONG-RESULT")))
+    torch.cuda.synchronize()
+    dist.barrier(group=cpu_group)
+    ca.close()
 
 
 def worker_main(rank, world, port, opts, build_dir, q):
@@ -220,6 +274,7 @@ def main():
     ap.add_argument("--kernel-timeout-ms", type=int, default=5000)
     ap.add_argument("--build-dir")
     ap.add_argument("--arch")
+    ap.add_argument("--bench", action="store_true", help="also time eager bf16 calls (not a pass/fail case)")
     opts = ap.parse_args()
     try:
         import torch

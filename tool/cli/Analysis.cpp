@@ -127,7 +127,7 @@ report::Result analyse(const Request& req) {
     for (auto& f : r.findings)
       if (f.rule == "LG008") f.severity = model::Severity::Error;
   r.matrix = solver.matrix();
-  if (req.examples)
+  if (req.want_examples && req.want_examples(r.gate, r.dispatch))
     for (auto& v : r.matrix) {
       if (v.undecided || v.gate.state == solve::GateState::Blocked) continue;
       try {

@@ -4,6 +4,7 @@
 // Throws InputError for bad input (the CLI turns it into exit status 2).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,7 +27,9 @@ struct Request {
   std::size_t max_file_bytes = 8u << 20;
   int max_depth = 200;  // nesting, both frontends
   bool strict = false;  // possible gaps (LG008) are errors
-  bool examples = false;  // one example configuration per reachable dispatch leaf in each admitted cell (selftest)
+  // One example configuration per reachable dispatch leaf in each admitted
+  // cell (selftest's harness), when this says the examples will be used.
+  std::function<bool(const model::Gate&, const model::Dispatch&)> want_examples;
   // The configuration's rule policy (select/ignore, severities, per-file
   // ignores); null: every rule at its own severity. Inline suppressions
   // apply either way.

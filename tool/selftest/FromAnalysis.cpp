@@ -61,6 +61,23 @@ StaticMatrix matrixFromResult(const report::Result& r) {
   return m;
 }
 
+namespace {
+
+bool entryDispatch(const model::Dispatch& d) { return d.class_name.empty() || d.is_static; }
+
+// The integers the gate reads or hands down besides the world size and the
+// message size (a policy's inputs and outputs).
+std::set<std::string> handedDown(const model::Gate& g) {
+  std::set<std::string> out;
+  for (const auto& v : model::varsOf(g.predicate()))
+    if (v.kind == model::VarKind::Config && v.sort == model::Sort::Int && v.name != model::kWorldSize &&
+        v.name != model::kNbytes && model::envNameOf(v.name).empty())
+      out.insert(v.name);
+  return out;
+}
+
+}  // namespace
+
 Plan makePlan(const Options& o) {
   Plan plan;
   if (!o.plan.empty()) {
@@ -96,7 +113,19 @@ Plan makePlan(const Options& o) {
       else throw InputError("--header needs the Python gate: give --python FILE (or --check DIR)");
     }
     driver::Request req = base;
-    req.examples = true;
+    target::Target tgt = driver::selectTarget(o.rules_dir, o.target);
+    const std::string text = driver::readSource(o.header, 8u << 20);
+    // A dispatch called with what the gate hands down needs one example
+    // configuration per leaf; worked out only when a harness can call it.
+    req.want_examples = [&](const model::Gate& g, const model::Dispatch& d) {
+      if (!entryDispatch(d)) return false;
+      try {
+        planEntryHarness(d, o.header, text, tgt.cpp.members, handedDown(g), 0);
+        return true;
+      } catch (const HarnessError&) {
+        return false;
+      }
+    };
     req.python_files = {python};
     req.cpp_files = {o.header};
     report::Result r = driver::analyse(req);
@@ -106,12 +135,10 @@ Plan makePlan(const Options& o) {
     plan.has_static = true;
     plan.matrix = m;
     plan.header = fs::absolute(o.header).lexically_normal().string();
-    target::Target tgt = driver::selectTarget(o.rules_dir, o.target);
     try {
-      const std::string text = driver::readSource(o.header, 8u << 20);
       // A class the harness constructs (v1), or a function called with what
       // the gate hands down (a policy's launch config).
-      const bool entry = r.dispatch.class_name.empty() || r.dispatch.is_static;
+      const bool entry = entryDispatch(r.dispatch);
       std::set<std::string> values;
       int elem_size = 0;
       for (const auto& c : m.cells)
