@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/Errors.h"
+#include "target/Chains.h"
 
 namespace layergate::driver {
 namespace {
@@ -120,6 +121,13 @@ ScanResult scan(const ScanRequest& req) {
     }
   }
   if (out.results.empty()) throw InputError(first_error);
+  try {
+    std::map<std::string, std::string> platform_of;
+    for (const auto& t : targets) platform_of[t.name] = t.platform;
+    out.chains = selectionChains(target::loadChains(rules), out.results, platform_of, base.max_file_bytes);
+  } catch (const InputError& e) {
+    out.notes.push_back(std::string("selection layer not read: ") + e.what());
+  }
   return out;
 }
 
@@ -136,6 +144,8 @@ std::string renderScanText(const ScanResult& s, const report::TextOptions& o) {
     out += fmt::format("layergate: checking {} (target {})\n", filesText(s.units[i]), s.units[i].target);
     out += report::renderText(s.results[i], o);
   }
+  if (o.matrix)
+    for (const auto& c : s.chains) out += renderChainText(c);
   for (const auto& n : s.notes) out += fmt::format("layergate: note: {}\n", n);
   for (const auto& x : s.unanalysed)
     if (x.unmodelled)  // (a stopped analysis has its note above)
@@ -171,9 +181,12 @@ std::string renderScanJson(const ScanResult& s) {
                           {"cpp_files", x.unit.cpp_files},
                           {"reason", x.reason},
                           {"kind", x.unmodelled ? "no model" : "stopped"}});
+  json chains = json::array();
+  for (const auto& c : s.chains) chains.push_back(chainJson(c));
   json out = {{"tool", {{"name", "layergate"}, {"version", LAYERGATE_VERSION}}},
               {"analyses", analyses},
               {"not_analysed", unanalysed},
+              {"selection_layers", chains},
               {"notes", s.notes},
               {"summary", {{"errors", errors},
                            {"warnings", countAtLeast(s, model::Severity::Warning) - errors},

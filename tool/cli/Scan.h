@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli/Analysis.h"
+#include "cli/Chain.h"
 #include "discover/Discover.h"
 
 namespace layergate::driver {
@@ -32,6 +33,8 @@ struct ScanResult {
     bool unmodelled = false;  // true: no model yet; false: the analysis stopped
   };
   std::vector<Unanalysed> unanalysed;
+  // The selection layer in vLLM's shape, when the checkout has one (cli/Chain.h).
+  std::vector<ChainVerdict> chains;
 };
 
 ScanResult scan(const ScanRequest& request);

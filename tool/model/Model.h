@@ -246,6 +246,27 @@ struct Selection {
   std::vector<std::string> notes;
 };
 
+// The selection layer in vLLM's shape (issue 13): a method that tries the
+// implementations in order, each behind a guard on the attribute that holds
+// one (`if ca is not None and not ca.disabled and ca.should_custom_ar(x):
+// return ...`), then falls through to NCCL. Read from the syntax: which
+// attribute each arm tests, the class(es) that attribute holds, the guard.
+struct ChainArm {
+  std::string attribute;                     // "ca_comm"; "" when the guard names no attribute
+  std::vector<std::string> implementations;  // the classes it holds ("CustomAllreduce"); empty: not known
+  std::string guard;                         // the method the guard calls on it ("should_custom_ar"); "" none
+  std::string text;                          // the guard as written (one line, shortened)
+  std::string result;                        // what the arm returns or calls ("ca_comm.custom_all_reduce", "\"ca\"")
+  Location where;
+};
+struct SelectionChain {
+  std::string class_name, method;
+  Location where;
+  std::vector<ChainArm> arms;
+  Location fallback;  // the first statement after the last arm (NCCL)
+  std::vector<std::string> notes;
+};
+
 enum class LeafKind { Launch, Throw, None };
 
 // Where the unsafe fix of LG001 (tool/fix) adds the missing `else` to a None
