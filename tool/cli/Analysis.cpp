@@ -105,6 +105,8 @@ report::Result analyse(const Request& req) {
   // the value Python passes, not the hardware probe.
   link::FlagLink flag = link::traceFlag(r.gate, r.dispatch);
   r.trace = flag.hops;
+  for (auto& v : link::traceValues(r.gate, r.dispatch, tgt.cpp.members))
+    r.value_traces.push_back({v.var, v.field, std::move(v.hops), v.reaches_cpp});
   // With just the gate and the dispatch header the chain between them (op
   // wrapper, bindings, .cu entry) was not given, so its break is expected:
   // say so in a note. With more files, a break is a finding (LG006).

@@ -778,7 +778,7 @@ class TraceCollector {
 
   void memberUses(const FunctionDecl* dispatch) {
     std::set<std::tuple<std::string, std::string, int, int>> seen;
-    auto scan = [&](const Expr* cond) {
+    auto scan = [&](const Expr* cond, const char* role = "member-use") {
       if (!cond) return;
       std::vector<const Stmt*> stack{cond};
       while (!stack.empty()) {
@@ -794,7 +794,7 @@ class TraceCollector {
           model::MemberUse u;
           u.member = name;
           u.config = it->second;
-          u.where = loc(cond->getBeginLoc(), true, "member-use", text(cond));
+          u.where = loc(cond->getBeginLoc(), true, role, text(cond));
           if (seen.insert({u.member, u.where.file, u.where.line, u.where.col}).second)
             facts.member_uses.push_back(std::move(u));
         }
@@ -812,6 +812,14 @@ class TraceCollector {
       else if (auto* w = dyn_cast<WhileStmt>(s)) scan(w->getCond());
       else if (auto* f = dyn_cast<ForStmt>(s)) scan(f->getCond());
       else if (auto* d = dyn_cast<DoStmt>(s)) scan(d->getCond());
+      else if (auto* ce = dyn_cast<CallExpr>(s); ce && ce->getNumArgs() > 0 && !spec_.preconditions.empty()) {
+        // A precondition check the target names (RuntimeCheck(cond, ...)): its condition.
+        std::string callee;
+        if (const FunctionDecl* fd = ce->getDirectCallee()) callee = fd->getNameAsString();
+        else if (auto* ul = dyn_cast<UnresolvedLookupExpr>(ce->getCallee()->IgnoreImpCasts())) callee = ul->getName().getAsString();
+        if (std::find(spec_.preconditions.begin(), spec_.preconditions.end(), callee) != spec_.preconditions.end())
+          scan(ce->getArg(0), "precondition");
+      }
       std::vector<const Stmt*> kids(s->child_begin(), s->child_end());
       for (auto it = kids.rbegin(); it != kids.rend(); ++it) stack.push_back(*it);
     }

@@ -425,4 +425,38 @@ FlagLink traceFlag(const model::Gate& gate, const model::Dispatch& d) {
   return finish(arg->origin);
 }
 
+std::vector<ValueTrace> traceValues(const model::Gate& gate, const model::Dispatch& d,
+                                    const std::map<std::string, std::string>& members) {
+  std::vector<ValueTrace> out;
+  for (const auto& o : gate.outputs) {
+    auto it = std::find_if(out.begin(), out.end(), [&](const ValueTrace& t) { return t.var == o.var; });
+    if (it != out.end()) continue;  // one trace per variable (the first place it is handed down)
+    ValueTrace t;
+    t.var = o.var;
+    t.field = o.field;
+    for (const auto& h : o.origin)
+      if (h.where.valid()) t.hops.push_back(h);
+    if (o.where.valid()) t.hops.push_back({"handed down as " + o.field, o.where});
+    auto maps = [&](const std::string& name) {
+      auto m = members.find(name);
+      return m != members.end() ? m->second == o.var : name == o.var;
+    };
+    for (const auto& p : d.params)
+      if (maps(p.name) && p.where.valid()) {
+        t.hops.push_back({"C++ parameter " + p.name, p.where});
+        t.reaches_cpp = true;
+        break;
+      }
+    int conds = 0;
+    for (const auto& u : d.member_uses)
+      if (u.config == o.var && u.where.valid() && conds < 4) {
+        t.hops.push_back({u.where.role == "precondition" ? "precondition" : "branch condition", u.where});
+        t.reaches_cpp = true;
+        ++conds;
+      }
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
 }  // namespace layergate::link

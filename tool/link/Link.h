@@ -10,6 +10,7 @@
 // function, the Python call of that op — never by knowing the flag's name.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -40,5 +41,19 @@ struct FlagLink {
 // No member use of a flag in the dispatch: nothing to trace (empty result
 // with no hops and no problems).
 FlagLink traceFlag(const model::Gate& gate, const model::Dispatch& dispatch);
+
+// Every value the gate hands down (a policy's record fields, a class's
+// workspace sizes, a per-call argument), traced the same way: where Python
+// computed it (the walker's origin hops), where it leaves Python, the C++
+// dispatch parameter that receives it (by the target's member map, or the
+// same name) and the dispatch conditions that read it.
+struct ValueTrace {
+  std::string var;    // the config variable ("variant")
+  std::string field;  // where Python holds it ("IpcLaunchConfig.variant")
+  std::vector<model::Hop> hops;
+  bool reaches_cpp = false;  // a C++ parameter or condition reads it
+};
+std::vector<ValueTrace> traceValues(const model::Gate& gate, const model::Dispatch& dispatch,
+                                    const std::map<std::string, std::string>& members);
 
 }  // namespace layergate::link

@@ -133,6 +133,15 @@ std::string renderJson(const Result& r) {
               {"inputs", {{"python", r.python_files}, {"cpp", r.cpp_files}}},
               {"findings", findings},
               {"matrix", matrix},
+              {"value_traces", [&] {
+                 nlohmann::json a = nlohmann::json::array();
+                 for (const auto& v : r.value_traces) {
+                   nlohmann::json hops = nlohmann::json::array();
+                   for (const auto& h : v.hops) hops.push_back({{"hop", h.hop}, {"file", h.where.file}, {"line", h.where.line}});
+                   a.push_back({{"var", v.var}, {"field", v.field}, {"reaches_cpp", v.reaches_cpp}, {"hops", hops}});
+                 }
+                 return a;
+               }()},
               {"trace", [&] {
                  json t = json::array();
                  for (const auto& h : r.trace) t.push_back({{"hop", h.hop}, {"file", h.where.file}, {"line", h.where.line}});

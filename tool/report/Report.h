@@ -24,6 +24,14 @@ struct Result {
   std::vector<model::Finding> findings;
   std::vector<solve::CellVerdict> matrix;
   std::vector<model::Hop> trace;  // the NVLink flag from the Python probe to the C++ branch
+  // Each value the gate hands down, from where Python computes it to the
+  // C++ conditions that read it (link::traceValues).
+  struct ValueTrace {
+    std::string var, field;
+    std::vector<model::Hop> hops;
+    bool reaches_cpp = false;
+  };
+  std::vector<ValueTrace> value_traces;
   // The selection layer (issue 13), when a given file defines the target's
   // selection function: which class it returns, per arm the cells (as the
   // matrix's gate column: always, when ENV=..., never).

@@ -134,6 +134,15 @@ std::string renderText(const Result& r, const TextOptions& o) {
     for (size_t i = 0; i < r.trace.size(); ++i)
       out += fmt::format("  {:>2}. {:<22} {}\n", i + 1, r.trace[i].hop, loc(r.trace[i].where));
   }
+  if (o.details && !r.value_traces.empty()) {
+    out += "\nValues handed down (Python to C++)\n";
+    for (const auto& v : r.value_traces) {
+      out += fmt::format("  {}{}{}\n", v.var, v.field == v.var ? "" : " (" + v.field + ")",
+                         v.reaches_cpp ? "" : ": no C++ parameter or condition of the dispatch reads it");
+      for (size_t i = 0; i < v.hops.size(); ++i)
+        out += fmt::format("  {:>4}. {:<34} {}\n", i + 1, v.hops[i].hop, loc(v.hops[i].where));
+    }
+  }
   if (o.details) {
     for (const auto& n : r.dispatch.notes) out += fmt::format("layergate: note: {}\n", n);
     for (const auto& n : r.gate.notes) out += fmt::format("layergate: note: {}\n", n);
