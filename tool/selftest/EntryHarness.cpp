@@ -134,15 +134,7 @@ class Resolver {
 const char* kEntryBody = R"CU(
 namespace lgh {
 
-#define LGH_CK(x)                                                                          \
-  do {                                                                                     \
-    cudaError_t e_ = (x);                                                                  \
-    if (e_ != cudaSuccess) {                                                               \
-      std::printf("HARNESS_ERROR %s: %s\n", #x, cudaGetErrorString(e_));                   \
-      std::fflush(stdout);                                                                 \
-      std::_Exit(2);                                                                       \
-    }                                                                                      \
-  } while (0)
+LGH_COMMON
 
 using Elem = LGH_ELEM;
 constexpr unsigned char kSentinel = 0x7B;  // 0x7B7B... is no possible sum of the inputs
@@ -243,26 +235,15 @@ void run_cell(const Cell& c, int ngpu, const std::vector<int>& sms, long timeout
       if (thrown.empty()) thrown = e.what();
     }
   }
-  // Bounded wait: a kernel that spins for ever is reported, never waited on.
-  const auto t0 = std::chrono::steady_clock::now();
-  for (;;) {
-    bool done = true;
-    for (int r = 0; r < ws; ++r) {
-      LGH_CK(cudaSetDevice(R[r].dev));
-      cudaError_t q = cudaStreamQuery(R[r].stream);
-      if (q == cudaErrorNotReady) done = false;
-      else if (q != cudaSuccess) {
-        cell_line(c, "ERROR", std::string("device error: ") + cudaGetErrorString(q));
-        std::_Exit(3);  // the context is lost; the caller restarts with the next cell
-      }
-    }
-    if (done) break;
-    if (std::chrono::steady_clock::now() - t0 > std::chrono::milliseconds(timeout_ms)) {
-      cell_line(c, "HANG", "not finished after " + std::to_string(timeout_ms) + " ms" +
-                               (refused.empty() ? "" : " (" + std::to_string(refusals) + " rank(s) refused: " + refused + ")"));
-      std::_Exit(3);
-    }
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  const std::string waited = wait_ranks(R, timeout_ms);
+  if (!waited.empty()) {
+    // The context is lost (a device error) or a kernel still spins: the
+    // caller restarts with the next cell in a fresh process.
+    const size_t sp = waited.find(' ');
+    cell_line(c, waited.substr(0, sp).c_str(),
+              waited.substr(sp + 1) +
+                  (refused.empty() ? "" : " (" + std::to_string(refusals) + " rank(s) refused: " + refused + ")"));
+    std::_Exit(3);
   }
   if (!thrown.empty()) {
     cell_line(c, "THROW", thrown);
@@ -326,55 +307,17 @@ bool parse_cell(const std::string& a, Cell& c) {
   return true;
 }
 
+bool run_arg(const std::string& a, int ngpu, const std::vector<int>& sms, long timeout_ms) {
+  Cell c;
+  if (!parse_cell(a, c)) return false;
+  run_cell(c, ngpu, sms, timeout_ms);
+  return true;
+}
+
 }  // namespace lgh
 
-int main(int argc, char** argv) {
-  long timeout_ms = 5000;
-  int want_gpus = 0;
-  std::vector<std::string> cells;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--timeout-ms" && i + 1 < argc) timeout_ms = std::atol(argv[++i]);
-    else if (a == "--gpus" && i + 1 < argc) want_gpus = std::atoi(argv[++i]);
-    else cells.push_back(a);
-  }
-  int ngpu = 0;
-  if (cudaGetDeviceCount(&ngpu) != cudaSuccess || ngpu == 0) {
-    std::printf("SKIP: no CUDA device\n");
-    return 0;
-  }
-  if (want_gpus > 0) ngpu = std::min(ngpu, want_gpus);
-  std::vector<int> sms(ngpu);
-  for (int d = 0; d < ngpu; ++d) {
-    cudaDeviceProp p;
-    LGH_CK(cudaGetDeviceProperties(&p, d));
-    sms[d] = p.multiProcessorCount;
-    LGH_CK(cudaSetDevice(d));
-    for (int e = 0; e < ngpu; ++e) {
-      int can = 0;
-      if (e == d || cudaDeviceCanAccessPeer(&can, d, e) != cudaSuccess || !can) continue;
-      cudaError_t r = cudaDeviceEnablePeerAccess(e, 0);
-      if (r != cudaSuccess && r != cudaErrorPeerAccessAlreadyEnabled) LGH_CK(r);
-      cudaGetLastError();
-    }
-  }
-  std::printf("HARNESS gpus=%d sms=%d timeout_ms=%ld\n", ngpu, sms[0], timeout_ms);
-  std::fflush(stdout);
-  for (const auto& a : cells) {
-    lgh::Cell c;
-    if (!lgh::parse_cell(a, c)) {
-      std::printf("HARNESS_ERROR bad cell %s\n", a.c_str());
-      return 2;
-    }
-    lgh::run_cell(c, ngpu, sms, timeout_ms);
-  }
-  return 0;
-}
-)CU";
+LGH_MAIN)CU";
 
-void replaceAll(std::string& s, const std::string& from, const std::string& to) {
-  for (size_t p = 0; (p = s.find(from, p)) != std::string::npos; p += to.size()) s.replace(p, from.size(), to);
-}
 
 }  // namespace
 
@@ -453,6 +396,8 @@ std::string generateEntryHarness(const HarnessSpec& h) {
        << "#include <thread>\n#include <vector>\n\n"
        << "#include \"" << h.header << "\"\n";
   std::string body = kEntryBody;
+  replaceAll(body, "LGH_COMMON", harnessCommon());
+  replaceAll(body, "LGH_MAIN", harnessMain());
   std::string locals;
   for (const auto& l : h.entry_locals) locals += l + "\n      ";
   replaceAll(body, "LGH_ELEM", h.elem_type);

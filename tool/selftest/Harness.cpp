@@ -289,12 +289,12 @@ std::string HarnessCell::arg() const {
   return a;
 }
 
-namespace {
-
-const char* kHarnessBody = R"CU(
-namespace lgh {
-
-#define LGH_CK(x)                                                                          \
+// The parts every generated harness shares: the error check (inside
+// namespace lgh) and main(), which takes --timeout-ms, --gpus and cell
+// arguments, enables peer access, prints the HARNESS line and hands each
+// argument to lgh::run_arg.
+const char* harnessCommon() {
+  return R"CU(#define LGH_CK(x)                                                                          \
   do {                                                                                     \
     cudaError_t e_ = (x);                                                                  \
     if (e_ != cudaSuccess) {                                                               \
@@ -303,6 +303,79 @@ namespace lgh {
       std::_Exit(2);                                                                       \
     }                                                                                      \
   } while (0)
+
+// Waits for every rank's stream, bounded: a kernel that spins for ever is
+// reported, never waited on. "" when all finished; else the status line's
+// status and detail ("ERROR device error: ...", "HANG not finished ...").
+template <typename Ranks>
+std::string wait_ranks(Ranks& R, long timeout_ms) {
+  const auto t0 = std::chrono::steady_clock::now();
+  for (;;) {
+    bool done = true;
+    for (auto& k : R) {
+      LGH_CK(cudaSetDevice(k.dev));
+      cudaError_t q = cudaStreamQuery(k.stream);
+      if (q == cudaErrorNotReady) done = false;
+      else if (q != cudaSuccess) return std::string("ERROR device error: ") + cudaGetErrorString(q);
+    }
+    if (done) return "";
+    if (std::chrono::steady_clock::now() - t0 > std::chrono::milliseconds(timeout_ms))
+      return "HANG not finished after " + std::to_string(timeout_ms) + " ms";
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
+)CU";
+}
+
+const char* harnessMain() {
+  return R"CU(int main(int argc, char** argv) {
+  long timeout_ms = 5000;
+  int want_gpus = 0;
+  std::vector<std::string> cells;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--timeout-ms" && i + 1 < argc) timeout_ms = std::atol(argv[++i]);
+    else if (a == "--gpus" && i + 1 < argc) want_gpus = std::atoi(argv[++i]);
+    else cells.push_back(a);
+  }
+  int ngpu = 0;
+  if (cudaGetDeviceCount(&ngpu) != cudaSuccess || ngpu == 0) {
+    std::printf("SKIP: no CUDA device\n");
+    return 0;
+  }
+  if (want_gpus > 0) ngpu = std::min(ngpu, want_gpus);
+  std::vector<int> sms(ngpu);
+  for (int d = 0; d < ngpu; ++d) {
+    cudaDeviceProp p;
+    LGH_CK(cudaGetDeviceProperties(&p, d));
+    sms[d] = p.multiProcessorCount;
+    LGH_CK(cudaSetDevice(d));
+    for (int e = 0; e < ngpu; ++e) {
+      int can = 0;
+      if (e == d || cudaDeviceCanAccessPeer(&can, d, e) != cudaSuccess || !can) continue;
+      cudaError_t r = cudaDeviceEnablePeerAccess(e, 0);
+      if (r != cudaSuccess && r != cudaErrorPeerAccessAlreadyEnabled) LGH_CK(r);
+      cudaGetLastError();
+    }
+  }
+  std::printf("HARNESS gpus=%d sms=%d timeout_ms=%ld\n", ngpu, sms[0], timeout_ms);
+  std::fflush(stdout);
+  for (const auto& c : cells)
+    if (!lgh::run_arg(c, ngpu, sms, timeout_ms)) {
+      std::printf("HARNESS_ERROR bad cell %s\n", c.c_str());
+      return 2;
+    }
+  return 0;
+}
+)CU";
+}
+
+namespace {
+
+const char* kHarnessBody = R"CU(
+namespace lgh {
+
+LGH_COMMON
 
 constexpr unsigned char kSentinel = 0x7B;  // 0x7B7B7B7B is no possible sum
 constexpr size_t kRankDataBytes = 8u << 20;
@@ -388,26 +461,14 @@ void run_cell(int ws, int nv, size_t bytes, int ngpu, const std::vector<int>& sm
       if (thrown.empty()) thrown = e.what();
     }
   }
-  // Bounded wait: a kernel that spins for ever is reported, never waited on.
-  const auto t0 = std::chrono::steady_clock::now();
-  for (;;) {
-    bool done = true;
-    for (int r = 0; r < ws; ++r) {
-      LGH_CK(cudaSetDevice(R[r].dev));
-      cudaError_t q = cudaStreamQuery(R[r].stream);
-      if (q == cudaErrorNotReady) done = false;
-      else if (q != cudaSuccess) {
-        cell_line(ws, nv, bytes, "ERROR", std::string("device error: ") + cudaGetErrorString(q));
-        std::_Exit(3);  // the context is lost; the caller restarts with the next cell
-      }
-    }
-    if (done) break;
-    if (std::chrono::steady_clock::now() - t0 > std::chrono::milliseconds(timeout_ms)) {
-      cell_line(ws, nv, bytes, "HANG", "not finished after " + std::to_string(timeout_ms) + " ms" +
-                                            (thrown.empty() ? "" : " (a rank threw: " + thrown + ")"));
-      std::_Exit(3);
-    }
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  const std::string waited = wait_ranks(R, timeout_ms);
+  if (!waited.empty()) {
+    // The context is lost (a device error) or a kernel still spins: the
+    // caller restarts with the next cell in a fresh process.
+    const size_t sp = waited.find(' ');
+    cell_line(ws, nv, bytes, waited.substr(0, sp).c_str(),
+              waited.substr(sp + 1) + (thrown.empty() ? "" : " (a rank threw: " + thrown + ")"));
+    std::_Exit(3);
   }
   if (!thrown.empty()) {
     cell_line(ws, nv, bytes, "THROW", thrown);
@@ -450,56 +511,19 @@ void run_cell(int ws, int nv, size_t bytes, int ngpu, const std::vector<int>& sm
   }
 }
 
+// One cell argument, "ws:nv:bytes"; false when it is not one.
+bool run_arg(const std::string& a, int ngpu, const std::vector<int>& sms, long timeout_ms) {
+  int ws = 0, nv = 0;
+  unsigned long long bytes = 0;
+  if (std::sscanf(a.c_str(), "%d:%d:%llu", &ws, &nv, &bytes) != 3) return false;
+  run_cell(ws, nv, static_cast<size_t>(bytes), ngpu, sms, timeout_ms);
+  return true;
+}
+
 }  // namespace lgh
 
-int main(int argc, char** argv) {
-  long timeout_ms = 5000;
-  int want_gpus = 0;
-  std::vector<std::string> cells;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--timeout-ms" && i + 1 < argc) timeout_ms = std::atol(argv[++i]);
-    else if (a == "--gpus" && i + 1 < argc) want_gpus = std::atoi(argv[++i]);
-    else cells.push_back(a);
-  }
-  int ngpu = 0;
-  if (cudaGetDeviceCount(&ngpu) != cudaSuccess || ngpu == 0) {
-    std::printf("SKIP: no CUDA device\n");
-    return 0;
-  }
-  if (want_gpus > 0) ngpu = std::min(ngpu, want_gpus);
-  std::vector<int> sms(ngpu);
-  for (int d = 0; d < ngpu; ++d) {
-    cudaDeviceProp p;
-    LGH_CK(cudaGetDeviceProperties(&p, d));
-    sms[d] = p.multiProcessorCount;
-    LGH_CK(cudaSetDevice(d));
-    for (int e = 0; e < ngpu; ++e) {
-      int can = 0;
-      if (e == d || cudaDeviceCanAccessPeer(&can, d, e) != cudaSuccess || !can) continue;
-      cudaError_t r = cudaDeviceEnablePeerAccess(e, 0);
-      if (r != cudaSuccess && r != cudaErrorPeerAccessAlreadyEnabled) LGH_CK(r);
-      cudaGetLastError();
-    }
-  }
-  std::printf("HARNESS gpus=%d sms=%d timeout_ms=%ld\n", ngpu, sms[0], timeout_ms);
-  std::fflush(stdout);
-  for (const auto& c : cells) {
-    int ws = 0, nv = 0;
-    unsigned long long bytes = 0;
-    if (std::sscanf(c.c_str(), "%d:%d:%llu", &ws, &nv, &bytes) != 3) {
-      std::printf("HARNESS_ERROR bad cell %s\n", c.c_str());
-      return 2;
-    }
-    lgh::run_cell(ws, nv, static_cast<size_t>(bytes), ngpu, sms, timeout_ms);
-  }
-  return 0;
-}
-)CU";
+LGH_MAIN)CU";
 
-void replaceAll(std::string& s, const std::string& from, const std::string& to) {
-  for (size_t p = 0; (p = s.find(from, p)) != std::string::npos; p += to.size()) s.replace(p, from.size(), to);
-}
 
 }  // namespace
 
@@ -582,6 +606,8 @@ std::string generateHarness(const HarnessSpec& h) {
     disp_args += (i ? ", " : "") + e;
   }
   std::string body = kHarnessBody;
+  replaceAll(body, "LGH_COMMON", harnessCommon());
+  replaceAll(body, "LGH_MAIN", harnessMain());
   replaceAll(body, "LGH_RANK_BUFFERS_MEMBER", rb_member);
   replaceAll(body, "LGH_CLASS", h.class_name);
   replaceAll(body, "LGH_ALLOC", alloc);

@@ -105,6 +105,10 @@ HarnessSpec planHarness(const model::Dispatch& dispatch, const std::string& head
                         const std::vector<std::string>& include_dirs = {});
 
 std::string generateHarness(const HarnessSpec& spec);
+// CUDA text both harnesses include: the error-check macro (namespace lgh)
+// and main(), which calls lgh::run_arg(arg, ngpu, sms, timeout_ms) per cell.
+const char* harnessCommon();
+const char* harnessMain();
 
 // One configuration cell to run.
 struct HarnessCell {

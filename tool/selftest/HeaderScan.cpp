@@ -405,4 +405,8 @@ std::vector<NamespaceFunction> scanFunctions(const std::string& text) {
   return out;
 }
 
+void replaceAll(std::string& s, const std::string& from, const std::string& to) {
+  for (size_t p = 0; (p = s.find(from, p)) != std::string::npos; p += to.size()) s.replace(p, from.size(), to);
+}
+
 }  // namespace layergate::selftest

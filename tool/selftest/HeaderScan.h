@@ -25,6 +25,7 @@ std::string baseType(std::string t);  // "const T *" -> "T"
 int stars(const std::string& t);
 bool isIntegral(const std::string& t);
 std::string qualify(const std::string& type, const std::string& ns);
+void replaceAll(std::string& s, const std::string& from, const std::string& to);
 
 // A function defined at namespace scope (not in a class), with the
 // namespaces around it, outermost first.

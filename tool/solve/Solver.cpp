@@ -315,29 +315,21 @@ struct Solver::Impl {
   // One incremental solver for every query: creating a Z3 solver costs ~10 ms,
   // a push/check/pop on a live one ~0.3 ms.
   std::optional<z3::solver> live;
-  z3::solver& solver() {
-    if (!live) {
-      live.emplace(ctx);
-      z3::params p(ctx);
-      p.set("timeout", opt.timeout_ms);
-      live->set(p);
-      live->add(domain);
-    }
-    return *live;
-  }
+  z3::solver& solver() { return liveSolver(live); }
   // The solver of size ranges: a second live one that holds only the
   // domain, so that a range is that of its formula alone, whatever the
   // query around the call asserts on the first.
   std::optional<z3::solver> range_live;
-  z3::solver& rangeSolver() {
-    if (!range_live) {
-      range_live.emplace(ctx);
+  z3::solver& rangeSolver() { return liveSolver(range_live); }
+  z3::solver& liveSolver(std::optional<z3::solver>& slot) {
+    if (!slot) {
+      slot.emplace(ctx);
       z3::params p(ctx);
       p.set("timeout", opt.timeout_ms);
-      range_live->set(p);
-      range_live->add(domain);
+      slot->set(p);
+      slot->add(domain);
     }
-    return *range_live;
+    return *slot;
   }
   // A query scope: push on entry, pop on exit.
   struct Query {
