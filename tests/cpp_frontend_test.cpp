@@ -1348,3 +1348,18 @@ TEST(CppFrontendJit, PreconditionsStringAlgoAndTemplateWorldSize) {
   for (const auto& n : b.notes) stubbed |= n.find("mylib/host.h") != std::string::npos;
   EXPECT_TRUE(stubbed) << dump(b);
 }
+
+// A fuzzer's input (fuzz/regressions/cpp/): mutated identifiers that clang's
+// typo correction chased for 35 s and, under ASan, past the parse thread's
+// stack. Without spell checking it is an ordinary "no dispatch" input error.
+TEST(CppFrontend, MisspelledNamesEndQuickly) {
+  const std::string p = std::string(LAYERGATE_SOURCE_DIR) + "/fuzz/regressions/cpp/typo-correction-blowup.cuh";
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    lg::cpp::extractDispatch({p}, spec());
+    ADD_FAILURE() << "a dispatch was found";
+  } catch (const lg::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("no dispatch CustomAllreduce::allreduce"), std::string::npos) << e.what();
+  }
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 15.0);
+}

@@ -10,7 +10,9 @@
 
 #include "cli/Analysis.h"
 #include "cli/Scan.h"
+#include "model/Errors.h"
 #include "python/Chain.h"
+#include "target/Chains.h"
 #include "report/Report.h"
 
 namespace layergate {
@@ -163,6 +165,25 @@ class GroupCoordinator:
   ASSERT_EQ(ch->arms.size(), 1u);
   EXPECT_EQ(ch->arms[0].implementations, (std::vector<std::string>{"selected-by:dispatch_custom_allreduce"}));
   EXPECT_EQ(ch->arms[0].result, "\"ca\"");
+}
+
+TEST(SelectionChain, DescriptionsAreReadAndABadOneIsOneLine) {
+  auto specs = target::loadChains(LAYERGATE_SOURCE_DIR "/rules");
+  ASSERT_EQ(specs.size(), 2u);
+  EXPECT_EQ(specs[0].name, "sglang-group-coordinator");
+  EXPECT_EQ(specs[0].selection_functions, (std::vector<std::string>{"dispatch_custom_allreduce"}));
+  EXPECT_EQ(specs[1].name, "vllm-device-communicator");
+  EXPECT_EQ(specs[1].methods, (std::vector<std::string>{"all_reduce"}));
+  for (const char* bad : {"[1]", "{\"name\": \"x\"}", "{\"name\": \"x\", \"files\": [1], \"classes\": [\"C\"], \"methods\": [\"m\"]}", "{"}) {
+    try {
+      target::parseChain(bad, "sel.json");
+      ADD_FAILURE() << "accepted: " << bad;
+    } catch (const InputError& e) {
+      const std::string m = e.what();
+      EXPECT_EQ(m.rfind("sel.json: ", 0), 0u) << m;
+      EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+    }
+  }
 }
 
 TEST(SelectionChain, ScanSaysPerCellWhichArmRunsAndWhatIsNotAnalysed) {

@@ -1096,6 +1096,7 @@ std::vector<std::string> commandLine(const std::string& path, const ParseOptions
                                 "-D__restrict__=",
                                 "-fno-delayed-template-parsing",
                                 "-ferror-limit=0",
+                                "-fno-spell-checking",
                                 "-w",
                                 "-resource-dir", LAYERGATE_CLANG_RESOURCE_DIR};
   if (o.real_cuda_sdk) {
