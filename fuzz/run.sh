@@ -13,6 +13,7 @@ find "$here/fixtures" -name '*.cuh' -size -20k -exec cp {} "$work/cpp/" \;
 cp "$here"/rules/targets/*.json "$work/targets/"
 find "$here/fuzz/regressions" -maxdepth 1 -type f ! -name README.md -exec cp {} "$work/py/" \;
 cp "$here"/fuzz/regressions/cpp/* "$work/cpp/" 2>/dev/null || true
+cp "$here"/fuzz/regressions/targets/* "$work/targets/" 2>/dev/null || true
 # configuration and baseline seeds: the tests' TOML and a report of a fixture
 find "$here/tests" "$here/examples" -name '*.toml' -exec cp {} "$work/settings/" \; 2>/dev/null || true
 for f in "$here"/fixtures/*/expect.json; do cp "$f" "$work/settings/$(basename "$(dirname "$f")").json"; done

@@ -77,4 +77,17 @@ TEST(Target, RejectsBadDescriptionsWithAOneLineReason) {
     EXPECT_NE(std::string(e.what()).find("x.json"), std::string::npos);
     EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
   }
+  // A bound that is no integer (the fuzzer's 1e+24, which cannot be an
+  // int64) and a call-output argument out of range: one-line errors.
+  for (const char* bad :
+       {R"({"name":"t","python":{"policy":{"inputs":{"n":{"min":1e24}}}}})",
+        R"({"name":"t","python":{"policy":{"inputs":{"n":{"max":2.5}}}}})",
+        R"({"name":"t","python":{"call_outputs":{"a":{"method":"m","call":"c","argument":99999999999}}}})"}) {
+    try {
+      target::parseTarget(bad, "x.json");
+      ADD_FAILURE() << "accepted: " << bad;
+    } catch (const InputError& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("x.json", 0), 0u) << e.what();
+    }
+  }
 }

@@ -114,8 +114,8 @@ Target fromJson(const json& j, const std::string& origin) {
       const json& c = it.value();
       if (!c.is_object() || !c.contains("method") || !c.at("method").is_string() || !c.contains("call") ||
           !c.at("call").is_string() || !c.contains("argument") || !c.at("argument").is_number_integer() ||
-          c.at("argument").get<int>() < 0)
-        throw InputError(where + " must be an object {\"method\": str, \"call\": str, \"argument\": int >= 0}");
+          c.at("argument").get<std::int64_t>() < 0 || c.at("argument").get<std::int64_t>() > 255)
+        throw InputError(where + " must be an object {\"method\": str, \"call\": str, \"argument\": int in 0..255}");
       PythonGateSpec::CallOutput co;
       co.method = c.at("method").get<std::string>();
       co.call = c.at("call").get<std::string>();
@@ -140,8 +140,12 @@ Target fromJson(const json& j, const std::string& origin) {
           in.values.push_back(x.get<std::int64_t>());
         }
       }
-      if (it.value().contains("min")) in.min = it.value().at("min").get<std::int64_t>();
-      if (it.value().contains("max")) in.max = it.value().at("max").get<std::int64_t>();
+      for (const char* k : {"min", "max"}) {
+        if (!it.value().contains(k)) continue;
+        const json& b = it.value().at(k);
+        if (!b.is_number_integer()) throw InputError(where + "." + k + " must be an integer");
+        (std::string(k) == "min" ? in.min : in.max) = b.get<std::int64_t>();
+      }
       t.python.policy.inputs.push_back(std::move(in));
     }
 
