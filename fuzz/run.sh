@@ -17,6 +17,12 @@ cp "$here"/fuzz/regressions/targets/* "$work/targets/" 2>/dev/null || true
 # configuration and baseline seeds: the tests' TOML and a report of a fixture
 find "$here/tests" "$here/examples" -name '*.toml' -exec cp {} "$work/settings/" \; 2>/dev/null || true
 for f in "$here"/fixtures/*/expect.json; do cp "$f" "$work/settings/$(basename "$(dirname "$f")").json"; done
+# saved selftest plans (static side only; exit 4 here, no GPU): one with a matrix, one with examples and a harness
+"$build/tool/layergate" selftest --check "$here/fixtures/seed-force-pcie" --save-plan "$work/settings/plan-seed.json" >/dev/null 2>&1 || true
+fi4=$here/fixtures/flashinfer-pcie-ipc-flat4
+"$build/tool/layergate" selftest --header "$fi4/include/flashinfer/comm/pcie_ipc_all_reduce.cuh" \
+  --python "$fi4/flashinfer/comm/pcie_ipc_policy.py" --target flashinfer-pcie-ipc \
+  --save-plan "$work/settings/plan-flat4.json" >/dev/null 2>&1 || true
 printf '[tool.layergate]\nselect = ["LG"]\nignore = ["LG007"]\nfail-on = "warning"\nmax-world-size = 8\n[tool.layergate.severity]\nLG008 = "error"\n' > "$work/settings/seed.toml"
 status=0
 run() {

@@ -1,7 +1,9 @@
 // libFuzzer: the CI-facing file readers on arbitrary bytes — a configuration
-// file (as .layergate.toml and as pyproject.toml, toml++ underneath) and a
-// baseline (layergate JSON or SARIF). InputError is the expected answer to bad
-// input (a one-line message, exit 2 in the CLI); anything else is a bug.
+// file (as .layergate.toml and as pyproject.toml, toml++ underneath), a
+// baseline (layergate JSON or SARIF) and a saved selftest plan (read on the GPU
+// box). InputError is the expected answer to bad input (a one-line message,
+// exit 2 in the CLI), and for a plan any std::exception (the CLI turns it into
+// one line); anything else, a crash or undefined behaviour, is a bug.
 #include <unistd.h>
 
 #include <cstddef>
@@ -10,9 +12,12 @@
 #include <fstream>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "config/Config.h"
 #include "model/Errors.h"
 #include "report/Baseline.h"
+#include "selftest/Selftest.h"
 
 namespace {
 
@@ -49,6 +54,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     (void)layergate::report::readBaseline(base).size();
   } catch (const layergate::InputError&) {
+  }
+  const nlohmann::json plan = nlohmann::json::parse(data, data + size, nullptr, false);
+  if (!plan.is_discarded()) {
+    try {
+      const layergate::selftest::Plan p = layergate::selftest::planFromJson(plan);
+      (void)layergate::selftest::harnessCells(p.matrix, false).size();
+    } catch (const std::exception&) {
+    }
   }
   return 0;
 }

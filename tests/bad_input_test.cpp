@@ -219,3 +219,21 @@ TEST_F(BadInput, EveryLimitHasAFlagAndSaysWhenItIsHit) {
   // Out-of-range limits are usage errors.
   expectRejected(check(py, cc, "--max-depth 100000"), "--max-depth", "--max-depth range");
 }
+
+// A saved plan travels to another machine: a broken one is named in one line
+// before anything runs (numbers are checked before they are converted).
+TEST_F(BadInput, ABrokenSelftestPlanIsOneLine) {
+  const std::string head = R"({"format":"layergate-selftest-plan/1","static":{"cells":[{"world_size":)";
+  const struct {
+    std::string text, what;
+  } cases[] = {
+      {"{", "plan.json"},
+      {R"({"format":"other"})", "not a layergate selftest plan"},
+      {head + R"(1E24,"full_nvlink":true}]}})", "static.cells[0].world_size: expected an integer"},
+      {head + R"(4,"full_nvlink":true,"examples":[{"bytes":-16}]}]}})", "static.cells[0].examples[0].bytes: out of range"},
+  };
+  for (const auto& c : cases) {
+    auto p = put("plan.json", c.text);
+    expectRejected(lgtest::runCli("selftest --plan " + quote(p.string()) + " --format json", dir_, 60), c.what, c.text);
+  }
+}

@@ -218,6 +218,38 @@ TEST(SelftestVerdict, SeedForcePcieCellInWords) {
   EXPECT_EQ(describeCell(*findCell(back, 8, false)), describeCell(*c));
 }
 
+// A plan is read on another machine: a number that does not fit, a float where
+// an integer goes, or a wrong type is a one-line error naming the field, never
+// a conversion with undefined behaviour.
+TEST(SelftestPlan, BadNumbersAndTypesAreNamedErrors) {
+  auto err = [](const char* text) -> std::string {
+    try {
+      matrixFromJson(nlohmann::json::parse(text));
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+    return "accepted";
+  };
+  EXPECT_EQ(err(R"({"cells":[{"world_size":1E24,"full_nvlink":true}]})"),
+            "static.cells[0].world_size: expected an integer, got 1e+24");
+  EXPECT_EQ(err(R"({"cells":[{"world_size":99999,"full_nvlink":true}]})"),
+            "static.cells[0].world_size: out of range 1..1024");
+  EXPECT_EQ(err(R"({"cells":[{"world_size":2,"full_nvlink":1}]})"), "static.cells[0].full_nvlink: expected true or false");
+  EXPECT_EQ(err(R"({"cells":[{"world_size":2,"full_nvlink":true,"dispatch":[{"lo":-5}]}]})"),
+            "static.cells[0].dispatch[0].lo: out of range 0..9223372036854775807");
+  EXPECT_EQ(err(R"({"cells":[{"world_size":2,"full_nvlink":true,"gate_sizes":{"lo":0,"hi":18446744073709551615}}]})"),
+            "static.cells[0].gate_sizes.hi: out of range 0..9223372036854775807");
+  EXPECT_EQ(err(R"({"cells":[{"world_size":2,"full_nvlink":true,"examples":[{"values":{"variant":2.5}}]}]})"),
+            "static.cells[0].examples[0].values.variant: expected an integer, got 2.5");
+  EXPECT_EQ(err(R"({"cells":[{"world_size":2,"full_nvlink":true,"examples":[{"kernel":7}]}]})"),
+            "static.cells[0].examples[0].kernel: expected a string");
+  EXPECT_EQ(err(R"({"cells":{}})"), "static.cells: expected an array");
+  EXPECT_EQ(err(R"({"python":"g.py"})"), "static: no cells");
+  EXPECT_EQ(err(R"({"cells":[{"world_size":2,"full_nvlink":false,"gate_sizes":{"lo":16,"hi":null},)"
+                R"("examples":[{"bytes":16,"values":{"variant":-1}}]}]})"),
+            "accepted");
+}
+
 TEST(SelftestVerdict, HandMadeCell) {
   StaticMatrix m;
   StaticCell c;

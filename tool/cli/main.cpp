@@ -307,7 +307,7 @@ int main(int argc, char** argv) {
   st->add_option("--work-dir", so.work_dir, "Where the harness is written and built (default: a new temporary directory)")->type_name("DIR");
   st->add_option("--thresholds-out", so.thresholds_out, "Where the fitted thresholds (JSON) are written")->capture_default_str();
   st->add_option("--skip", so.skip, "Leave out a phase")->check(CLI::IsMember({"proof", "standin", "speed", "harness"}))->allow_extra_args(false);
-  st->add_option("--cell-timeout", so.cell_timeout_s, "Seconds before a harness cell counts as a hang")->capture_default_str();
+  st->add_option("--cell-timeout", so.cell_timeout_s, "Seconds before a harness cell counts as a hang")->check(CLI::Range(0.001, 86400.0))->capture_default_str();
   st->add_option("--emit-harness", so.emit_harness, "Write the --header harness sources to DIR and stop (no GPU needed)")->type_name("DIR");
   st->add_option("--save-plan", so.save_plan, "Write the static side (matrix, harness) to FILE, to run elsewhere with layergate_selftest_gpu --plan")
       ->type_name("FILE");

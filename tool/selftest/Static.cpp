@@ -1,6 +1,10 @@
 #include "selftest/Static.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -171,38 +175,106 @@ nlohmann::json toJson(const StaticMatrix& m) {
   return j;
 }
 
+namespace {
+
+// A plan comes from another machine: every number is checked before it is
+// converted (a float such as 1e24 converted to int64 is undefined behaviour).
+[[noreturn]] void bad(const std::string& where, const std::string& what) {
+  throw std::runtime_error(where + ": " + what);
+}
+
+std::int64_t integer(const nlohmann::json& x, const std::string& where, std::int64_t lo, std::int64_t hi) {
+  if (!x.is_number_integer()) bad(where, "expected an integer, got " + x.dump());
+  if (x.is_number_unsigned() && x.get<std::uint64_t>() > static_cast<std::uint64_t>(hi))
+    bad(where, "out of range " + std::to_string(lo) + ".." + std::to_string(hi));
+  const std::int64_t v = x.get<std::int64_t>();
+  if (v < lo || v > hi) bad(where, "out of range " + std::to_string(lo) + ".." + std::to_string(hi));
+  return v;
+}
+
+constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+
+std::int64_t field(const nlohmann::json& o, const char* key, const std::string& where, std::int64_t lo,
+                   std::int64_t hi, std::int64_t dflt) {
+  if (!o.contains(key)) return dflt;
+  return integer(o[key], where + "." + key, lo, hi);
+}
+
+// An upper bound: an integer, or null for none (-1).
+std::int64_t upper(const nlohmann::json& o, const char* key, const std::string& where) {
+  if (!o.contains(key) || o[key].is_null()) return -1;
+  return integer(o[key], where + "." + key, 0, kMax);
+}
+
+std::string text(const nlohmann::json& o, const char* key, const std::string& where, const char* dflt) {
+  if (!o.contains(key)) return dflt;
+  if (!o[key].is_string()) bad(where + "." + key, "expected a string");
+  return o[key].get<std::string>();
+}
+
+const nlohmann::json& array(const nlohmann::json& o, const char* key, const std::string& where) {
+  static const nlohmann::json empty = nlohmann::json::array();
+  if (!o.contains(key)) return empty;
+  if (!o[key].is_array()) bad(where + "." + key, "expected an array");
+  return o[key];
+}
+
+}  // namespace
+
 StaticMatrix matrixFromJson(const nlohmann::json& j) {
+  if (!j.is_object()) bad("static", "expected an object");
   StaticMatrix m;
-  m.python = j.value("python", "");
-  m.cpp = j.value("cpp", "");
-  for (const auto& jc : j.at("cells")) {
+  m.python = text(j, "python", "static", "");
+  m.cpp = text(j, "cpp", "static", "");
+  if (!j.contains("cells")) bad("static", "no cells");
+  const nlohmann::json& cells = array(j, "cells", "static");
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    const nlohmann::json& jc = cells[i];
+    const std::string at = "static.cells[" + std::to_string(i) + "]";
+    if (!jc.is_object()) bad(at, "expected an object");
     StaticCell c;
-    c.world_size = jc.at("world_size").get<int>();
-    c.full_nvlink = jc.at("full_nvlink").get<bool>();
-    c.gate = jc.value("gate", "blocked");
-    c.condition = jc.value("condition", "");
+    if (!jc.contains("world_size")) bad(at, "no world_size");
+    c.world_size = static_cast<int>(integer(jc["world_size"], at + ".world_size", 1, 1024));
+    if (!jc.contains("full_nvlink") || !jc["full_nvlink"].is_boolean()) bad(at + ".full_nvlink", "expected true or false");
+    c.full_nvlink = jc["full_nvlink"].get<bool>();
+    c.gate = text(jc, "gate", at, "blocked");
+    c.condition = text(jc, "condition", at, "");
     if (jc.contains("gate_sizes")) {
+      const nlohmann::json& gs = jc["gate_sizes"];
+      if (!gs.is_object()) bad(at + ".gate_sizes", "expected an object");
       c.has_sizes = true;
-      c.gate_lo = jc["gate_sizes"].value("lo", std::int64_t(0));
-      c.gate_hi = jc["gate_sizes"]["hi"].is_null() ? -1 : jc["gate_sizes"]["hi"].get<std::int64_t>();
+      c.gate_lo = field(gs, "lo", at + ".gate_sizes", 0, kMax, 0);
+      c.gate_hi = upper(gs, "hi", at + ".gate_sizes");
     }
-    for (const auto& jp : jc.value("dispatch", nlohmann::json::array())) {
+    const nlohmann::json& parts = array(jc, "dispatch", at);
+    for (std::size_t k = 0; k < parts.size(); ++k) {
+      const nlohmann::json& jp = parts[k];
+      const std::string pat = at + ".dispatch[" + std::to_string(k) + "]";
+      if (!jp.is_object()) bad(pat, "expected an object");
       StaticPart p;
-      p.kind = jp.value("kind", "none");
-      p.kernel = jp.value("kernel", "");
-      p.lo = jp.value("lo", std::int64_t(0));
-      p.hi = jp["hi"].is_null() ? -1 : jp["hi"].get<std::int64_t>();
+      p.kind = text(jp, "kind", pat, "none");
+      p.kernel = text(jp, "kernel", pat, "");
+      p.lo = field(jp, "lo", pat, 0, kMax, 0);
+      p.hi = upper(jp, "hi", pat);
+      if (jp.contains("precondition") && !jp["precondition"].is_boolean()) bad(pat + ".precondition", "expected true or false");
       p.precondition = jp.value("precondition", false);
       c.parts.push_back(p);
     }
-    for (const auto& je : jc.value("examples", nlohmann::json::array())) {
+    const nlohmann::json& examples = array(jc, "examples", at);
+    for (std::size_t k = 0; k < examples.size(); ++k) {
+      const nlohmann::json& je = examples[k];
+      const std::string eat = at + ".examples[" + std::to_string(k) + "]";
+      if (!je.is_object()) bad(eat, "expected an object");
       StaticExample e;
-      e.kind = je.value("kind", "launch");
-      e.kernel = je.value("kernel", "");
-      e.bytes = je.value("bytes", std::int64_t(0));
-      e.env = je.value("env", "");
-      const nlohmann::json values = je.value("values", nlohmann::json::object());
-      for (const auto& [k, x] : values.items()) e.values.push_back({k, x.get<std::int64_t>()});
+      e.kind = text(je, "kind", eat, "launch");
+      e.kernel = text(je, "kernel", eat, "");
+      e.bytes = field(je, "bytes", eat, 0, kMax, 0);
+      e.env = text(je, "env", eat, "");
+      if (je.contains("values")) {
+        if (!je["values"].is_object()) bad(eat + ".values", "expected an object");
+        for (const auto& [k2, x] : je["values"].items())
+          e.values.push_back({k2, integer(x, eat + ".values." + k2, std::numeric_limits<std::int64_t>::min(), kMax)});
+      }
       c.examples.push_back(std::move(e));
     }
     m.cells.push_back(std::move(c));

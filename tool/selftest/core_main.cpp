@@ -8,6 +8,7 @@
 // Exit status: 0 passed, 1 failures, 2 bad usage, 4 no CUDA GPU.
 #include <cstring>
 #include <fstream>
+#include <cstdlib>
 #include <iostream>
 
 #include <nlohmann/json.hpp>
@@ -36,7 +37,16 @@ int main(int argc, char** argv) {
     else if (a == "--work-dir") o.work_dir = next();
     else if (a == "--thresholds-out") o.thresholds_out = next();
     else if (a == "--skip") o.skip.push_back(next());
-    else if (a == "--cell-timeout") o.cell_timeout_s = std::atof(next().c_str());
+    else if (a == "--cell-timeout") {
+      const std::string v = next();
+      char* end = nullptr;
+      const double s = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end != '\0' || !(s > 0 && s <= 86400)) {
+        std::cerr << "--cell-timeout takes seconds in (0, 86400], got '" << v << "'\n";
+        return kExitUsage;
+      }
+      o.cell_timeout_s = s;
+    }
     else {
       std::cerr << "usage: " << argv[0]
                 << " [--plan FILE] [--quick] [--format text|json] [--kernels-dir DIR] [--nvcc PATH] [--work-dir DIR]"
@@ -51,7 +61,12 @@ int main(int argc, char** argv) {
       std::cerr << plan_path << ": cannot read\n";
       return kExitUsage;
     }
-    plan = planFromJson(nlohmann::json::parse(in));
+    try {
+      plan = planFromJson(nlohmann::json::parse(in));
+    } catch (const std::exception& e) {
+      std::cerr << plan_path << ": not a usable plan: " << e.what() << "\n";
+      return kExitUsage;
+    }
   }
   try {
     return runSelftest(o, plan, probeMachine(), std::cout);
