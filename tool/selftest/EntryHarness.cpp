@@ -188,20 +188,12 @@ void run_cell(const Cell& c, int ngpu, const std::vector<int>& sms, long timeout
   const size_t count = c.bytes / sizeof(Elem), cap = count;
   const size_t alloc = std::max<size_t>(256, (c.bytes + 255) / 256 * 256);
   std::vector<Rank> R(ws);
-  std::vector<int> per_dev(ngpu, 0);
-  for (int r = 0; r < ws; ++r) per_dev[r % ngpu]++;
+  place_ranks(R, ngpu, sms, alloc);
   const size_t slab_bytes = static_cast<size_t>(LGH_SLAB);
   std::vector<int64_t> lg_peers(ws, 0);
   for (int r = 0; r < ws; ++r) {
     Rank& k = R[r];
-    k.dev = r % ngpu;
-    // All ranks' blocks must be resident at once, or a rank that waits for a
-    // peer whose blocks cannot start waits for ever.
-    k.blocks = std::max(1, sms[k.dev] / per_dev[k.dev]);
     LGH_CK(cudaSetDevice(k.dev));
-    LGH_CK(cudaStreamCreateWithFlags(&k.stream, cudaStreamNonBlocking));
-    LGH_CK(cudaMalloc(&k.in, alloc));
-    LGH_CK(cudaMalloc(&k.out, alloc));
     if (slab_bytes) {
       LGH_CK(cudaMalloc(&k.slab, slab_bytes));
       LGH_CK(cudaMemset(k.slab, 0, slab_bytes));

@@ -324,6 +324,25 @@ std::string wait_ranks(Ranks& R, long timeout_ms) {
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
 }
+
+// Spreads the ranks over the GPUs (rank r on GPU r % ngpu) and gives each its
+// stream, input and output of `bytes`, and a block count: all ranks' blocks
+// must be resident at once, or a rank that waits for a peer whose blocks
+// cannot start waits for ever.
+template <typename Ranks>
+void place_ranks(Ranks& R, int ngpu, const std::vector<int>& sms, size_t bytes) {
+  std::vector<int> per_dev(ngpu, 0);
+  for (size_t r = 0; r < R.size(); ++r) per_dev[r % ngpu]++;
+  for (size_t r = 0; r < R.size(); ++r) {
+    auto& k = R[r];
+    k.dev = static_cast<int>(r % ngpu);
+    k.blocks = std::max(1, sms[k.dev] / per_dev[k.dev]);
+    LGH_CK(cudaSetDevice(k.dev));
+    LGH_CK(cudaStreamCreateWithFlags(&k.stream, cudaStreamNonBlocking));
+    LGH_CK(cudaMalloc(&k.in, bytes));
+    LGH_CK(cudaMalloc(&k.out, bytes));
+  }
+}
 )CU";
 }
 
@@ -405,18 +424,10 @@ void run_cell(int ws, int nv, size_t bytes, int ngpu, const std::vector<int>& sm
   const size_t max_bytes = (bytes + 255) / 256 * 256;
   const size_t count = bytes / sizeof(float);
   std::vector<Rank> R(ws);
-  std::vector<int> per_dev(ngpu, 0);
-  for (int r = 0; r < ws; ++r) per_dev[r % ngpu]++;
+  place_ranks(R, ngpu, sms, max_bytes);
   for (int r = 0; r < ws; ++r) {
     Rank& k = R[r];
-    k.dev = r % ngpu;
-    // All ranks' blocks must be resident at once, or a rank that waits for a
-    // peer whose blocks cannot start waits for ever.
-    k.blocks = std::max(1, sms[k.dev] / per_dev[k.dev]);
     LGH_CK(cudaSetDevice(k.dev));
-    LGH_CK(cudaStreamCreateWithFlags(&k.stream, cudaStreamNonBlocking));
-    LGH_CK(cudaMalloc(&k.in, max_bytes));
-    LGH_CK(cudaMalloc(&k.out, max_bytes));
     LGH_ALLOC
   }
   std::vector<void*> ins(ws);
