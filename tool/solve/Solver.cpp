@@ -953,12 +953,21 @@ std::vector<EnvRejection> Solver::findEnvRejections() {
     z3::expr pin = I.pinConfig(m) && I.var(model::envSetVar(n), Sort::Bool, VarKind::Config, Side::Cpp) &&
                    I.var(model::envVar(n), Sort::Str, VarKind::Config, Side::Cpp) ==
                        m.eval(I.var(model::envVar(n), Sort::Str, VarKind::Config, Side::Cpp), true);
-    for (size_t i = 0; i < dispatch_.leaves.size() && !r.leaf; ++i) {
-      if (dispatch_.leaves[i].kind != LeafKind::Throw) continue;
-      Impl::Query lq(I);
-      lq.s.add(I.leaf_conds[i] && pin);
-      if (lq.s.check() == z3::sat) r.leaf = &dispatch_.leaves[i];
-    }
+    // The throw this value reaches: first among the throws whose condition
+    // reads the variable (an earlier throw guarded by something the tool did
+    // not interpret may also be satisfiable here), else any that is.
+    auto readsEnv = [&](const model::Leaf& l) {
+      for (const auto& v : model::varsOf(l.condition))
+        if (v.name == model::envVar(n) || v.name == model::envSetVar(n)) return true;
+      return false;
+    };
+    for (int pass = 0; pass < 2 && !r.leaf; ++pass)
+      for (size_t i = 0; i < dispatch_.leaves.size() && !r.leaf; ++i) {
+        if (dispatch_.leaves[i].kind != LeafKind::Throw || (pass == 0 && !readsEnv(dispatch_.leaves[i]))) continue;
+        Impl::Query lq(I);
+        lq.s.add(I.leaf_conds[i] && pin);
+        if (lq.s.check() == z3::sat) r.leaf = &dispatch_.leaves[i];
+      }
     out.push_back(std::move(r));
   }
   return out;
