@@ -87,6 +87,11 @@ class CollectingDiags : public DiagnosticConsumer {
     if (level < DiagnosticsEngine::Error) return;
     ++errors;
     if (level == DiagnosticsEngine::Fatal) fatal = true;
+    if (info.hasSourceManager() && info.getLocation().isValid() && located.size() < kMaxLocated) {
+      llvm::SmallString<256> m;
+      info.FormatDiagnostic(m);
+      located.push_back({info.getLocation(), std::string(m.str())});
+    }
     if (!first.empty() && !(level == DiagnosticsEngine::Fatal && first_fatal.empty())) return;
     llvm::SmallString<256> msg;
     info.FormatDiagnostic(msg);
@@ -102,6 +107,10 @@ class CollectingDiags : public DiagnosticConsumer {
   unsigned errors = 0;
   bool fatal = false;
   std::string first, first_fatal;
+  // Every error with a location (the first kMaxLocated), for the dispatch to
+  // find those inside it while the source manager lives.
+  static constexpr std::size_t kMaxLocated = 4096;
+  std::vector<std::pair<SourceLocation, std::string>> located;
 };
 
 // ---------------------------------------------------------------------------
@@ -143,6 +152,7 @@ struct ParseJob {
   llvm::IntrusiveRefCntPtr<llvm::vfs::InMemoryFileSystem> memfs;
   std::map<std::string, std::string> stubbed;  // path of the empty file -> note
   std::set<std::string> stub_noted;
+  const CollectingDiags* diags = nullptr;
   ParseResult result;
 };
 
@@ -319,6 +329,65 @@ class TraceCollector {
     out.file = file_name_(f);
     out.line = static_cast<int>(sm_.getSpellingLineNumber(f));
     out.col = static_cast<int>(sm_.getSpellingColumnNumber(f));
+    return out;
+  }
+
+  // The source line a location is written on (its spelling).
+  llvm::StringRef lineText(SourceLocation l) {
+    l = sm_.getSpellingLoc(l);
+    if (l.isInvalid()) return {};
+    bool bad = false;
+    llvm::StringRef buf = sm_.getBufferData(sm_.getFileID(l), &bad);
+    if (bad) return {};
+    unsigned o = sm_.getFileOffset(l);
+    std::size_t b = buf.rfind('\n', o), e = buf.find('\n', o);
+    b = b == llvm::StringRef::npos ? 0 : b + 1;
+    return buf.slice(b, e == llvm::StringRef::npos ? buf.size() : e);
+  }
+
+  // Whether an error's code may be a kernel launch: its line, or the line of
+  // the macro use it expands from, launches (<<<, a launch API or helper).
+  bool mayLaunch(SourceLocation l) {
+    for (int i = 0; i < 16 && l.isValid(); ++i) {
+      llvm::StringRef t = lineText(l);
+      if (t.contains("<<<") || t.contains("aunch")) return true;
+      if (!l.isMacroID()) break;
+      l = sm_.getImmediateMacroCallerLoc(l);
+    }
+    return false;
+  }
+
+  // Clang errors inside a function (where the code is expanded, so a macro
+  // used there counts) that may hide a launch: on a launching line, or any
+  // when the walker saw no launch at all there (clang drops a statement that
+  // names a declaration it rejected, such as a kernel whose parameter types
+  // come from a missing header). The first few, with their messages.
+  std::vector<model::OpaqueSymbol> errorsInside(const FunctionDecl* fd,
+                                                const std::vector<std::pair<SourceLocation, std::string>>& errors,
+                                                bool launches_seen) {
+    std::vector<model::OpaqueSymbol> out;
+    SourceLocation b = sm_.getExpansionLoc(fd->getBeginLoc()), e = sm_.getExpansionLoc(fd->getEndLoc());
+    if (b.isInvalid() || e.isInvalid() || sm_.getFileID(b) != sm_.getFileID(e)) return out;
+    unsigned ob = sm_.getFileOffset(b), oe = sm_.getFileOffset(e);
+    std::size_t n = 0;
+    for (const auto& [l, msg] : errors) {
+      SourceLocation x = sm_.getExpansionLoc(l);
+      if (x.isInvalid() || sm_.getFileID(x) != sm_.getFileID(b)) continue;
+      unsigned ox = sm_.getFileOffset(x);
+      if (ox < ob || ox > oe) continue;
+      if (launches_seen && !mayLaunch(l)) continue;
+      if (++n > 3) continue;
+      model::OpaqueSymbol o;
+      o.name = "clang error in the dispatch";
+      o.text = "clang error: " + msg;
+      o.where = loc(l, false, "dispatch", "not understood: " + msg);
+      out.push_back(std::move(o));
+    }
+    if (n > 3) {
+      model::OpaqueSymbol o;
+      o.name = o.text = std::to_string(n - 3) + " more clang error" + (n - 3 == 1 ? "" : "s") + " in the dispatch";
+      out.push_back(std::move(o));
+    }
     return out;
   }
 
@@ -945,6 +1014,11 @@ class Consumer : public SemaConsumer {
                                         job_.result.dispatch.ns;
           job_.result.found = true;
           trace.memberUses(chosen);
+          if (job_.diags) {
+            bool launches = false;
+            for (const auto& l : job_.result.dispatch.leaves) launches |= l.kind == model::LeafKind::Launch;
+            job_.result.dispatch.broken = trace.errorsInside(chosen, job_.diags->located, launches);
+          }
         }
       }
       // Op registrations, entry functions and constructors: only this TU's
@@ -1222,6 +1296,7 @@ FileParse parseOne(const std::string& path, const std::vector<std::string>& inpu
   overlay->pushOverlay(job.memfs);
   auto files = llvm::makeIntrusiveRefCnt<FileManager>(FileSystemOptions(), overlay);
   CollectingDiags diags;
+  job.diags = &diags;
   ToolAct act(job);
   tooling::ToolInvocation inv(commandLine(path, options, job.stub_dir, inputs, pch), &act, files.get(),
                               std::make_shared<PCHContainerOperations>());

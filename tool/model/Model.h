@@ -317,6 +317,10 @@ struct Dispatch {
   std::vector<OpaqueSymbol> opaques;
   std::vector<std::string> env_reads;   // std::getenv names
   std::vector<std::string> notes;       // parse problems, stubbed includes, ...
+  // Clang errors inside the dispatch function: code there that clang dropped
+  // or could not type, a launch perhaps. A gap is then never certain: it names
+  // them (LG008), for the path without a kernel may be one the tool misread.
+  std::vector<OpaqueSymbol> broken;
   // Trace facts.
   std::vector<OpBinding> bindings;
   std::vector<CppEntry> entries;

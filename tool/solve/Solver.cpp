@@ -694,13 +694,17 @@ std::optional<Gap> Solver::computeGap(const Cell& c, GapKind kind) {
     sq.s.add(strict);
     g.certain = I.sat(sq.s, c, "gap for every value of the uninterpreted terms");
   }
+  const bool python_certain = g.certain;
   const z3::expr& base = g.certain ? strict : q;
+  // Clang errors inside the dispatch: the path without a kernel (or the
+  // throw) may be code clang dropped, so the gap is possible, not proven.
+  if (!dispatch_.broken.empty()) g.certain = false;
   g.sizes = I.sizeRange(base, c);
   // Prefer a counterexample at the low end of the gap: the smallest size is
   // the one a user meets first.
   z3::model m(I.ctx);
   auto env = I.minimalEnv(base && I.nbytes == I.ctx.int_val(static_cast<int64_t>(g.sizes.lo)), c, &m);
-  if (g.certain && !I.py_uninterp.empty()) {
+  if (python_certain && !I.py_uninterp.empty()) {
     // The strict model leaves the quantified terms out; any value of theirs
     // completes it (that is what certain means): take one, for the notes.
     z3::expr pin = I.pinConfig(m);
@@ -728,7 +732,7 @@ std::optional<Gap> Solver::computeGap(const Cell& c, GapKind kind) {
   // Python-side probes the gap relies on, and (for a possible gap) the
   // uninterpreted terms' values it needs.
   for (unsigned i = 0; i < I.py_opaques.size(); ++i) {
-    if (g.certain && !I.py_opaque_free[i]) continue;
+    if (python_certain && !I.py_opaque_free[i]) continue;
     z3::expr v = m.eval(I.py_opaques[i], false);
     if (v.is_true() || v.is_false()) {
       g.counterexample.assumed.push_back({I.py_opaque_names[i], v.is_true() ? "true" : "false"});
@@ -737,7 +741,7 @@ std::optional<Gap> Solver::computeGap(const Cell& c, GapKind kind) {
     }
   }
   g.counterexample.env = env;
-  if (!g.certain) {
+  if (!python_certain) {
     // The terms it depends on: those for which "for every value" alone
     // already breaks it. When only a combination does, name them all.
     std::vector<std::string> names;
@@ -761,6 +765,7 @@ std::optional<Gap> Solver::computeGap(const Cell& c, GapKind kind) {
       }
     }
   }
+  for (const auto& b : dispatch_.broken) g.depends_on.push_back(b);
 
   // Which leaf, which admitting return, which constructor checks the env opens.
   z3::expr pin = I.pinConfig(m);
