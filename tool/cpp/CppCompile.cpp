@@ -1,0 +1,258 @@
+// Compile settings of a parse: the clang command line, the include pre-scan
+// (empty files for missing includes), the precompiled prelude, and the
+// target's include directories and defines.
+#include "cpp/CppFrontendImpl.h"
+
+#include <regex>
+#include <sstream>
+
+#include <unistd.h>
+
+#include "clang/Basic/FileManager.h"
+#include "clang/Basic/Version.h"
+#include "clang/Frontend/CompilerInstance.h"
+#include "clang/Frontend/CompilerInvocation.h"
+#include "clang/Frontend/FrontendActions.h"
+#include "clang/Tooling/Tooling.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/xxhash.h"
+
+#ifndef LAYERGATE_CLANG_RESOURCE_DIR
+#define LAYERGATE_CLANG_RESOURCE_DIR "/usr/lib/llvm-19/lib/clang/19"
+#endif
+
+namespace layergate::cpp::detail::parse {
+
+std::string normalized(llvm::StringRef p) {
+  llvm::SmallString<256> s(p);
+  llvm::sys::fs::make_absolute(s);
+  llvm::sys::path::remove_dots(s, /*remove_dot_dot=*/true);
+  return std::string(s.str());
+}
+
+std::string dirOf(const std::string& path) {
+  llvm::SmallString<256> s(llvm::sys::path::parent_path(normalized(path)));
+  return s.empty() ? std::string(".") : std::string(s.str());
+}
+
+bool startsWithDir(const std::string& path, const std::string& dir) {
+  if (dir.empty()) return false;
+  return path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 && path[dir.size()] == '/';
+}
+
+PreScan::PreScan(ParseJob& job, const HeaderSearchOptions& hs) : job_(job) {
+  for (const auto& e : hs.UserEntries) {
+    std::string p = normalized(e.Path);
+    bool user = (e.Group == frontend::Angled || e.Group == frontend::Quoted) && p != kMissingDir;
+    dirs_.push_back({p, user, e.Path});
+  }
+  stubs_ = normalized(job.stub_dir);
+}
+
+void PreScan::scan(const std::string& file, const std::string& shown, int depth) {
+  std::string key = normalized(file);
+  if (depth > 32 || !visited_.insert(key).second) return;
+  auto buf = llvm::MemoryBuffer::getFile(file);
+  if (!buf) return;
+  static const std::regex inc(R"(^\s*#\s*include\s*([<"])([^>"]+)[>"])");
+  std::istringstream in((*buf)->getBuffer().str());
+  std::string line;
+  int lineNo = 0;
+  std::string dir = dirOf(file);
+  while (std::getline(in, line)) {
+    ++lineNo;
+    std::smatch mt;
+    if (line.find("include") == std::string::npos || !std::regex_search(line, mt, inc)) continue;
+    bool quoted = mt[1] == "\"";
+    std::string name = mt[2];
+    std::string found;
+    bool user = false;
+    if (quoted) {
+      std::string c = normalized(dir + "/" + name);
+      if (llvm::sys::fs::is_regular_file(c)) {
+        found = c;
+        user = !startsWithDir(c, stubs_);
+      }
+    }
+    std::string raw;  // as the search directory spells it
+    for (std::size_t i = 0; found.empty() && i < dirs_.size(); ++i) {
+      std::string c = normalized(dirs_[i].first + "/" + name);
+      if (llvm::sys::fs::is_regular_file(c)) {
+        found = c;
+        raw = dirs_[i].raw + "/" + name;
+        user = dirs_[i].second && !startsWithDir(c, stubs_);
+      }
+    }
+    if (!found.empty()) {
+      if (user) {
+        // the caller's spelling when it is a given file, else the -I's
+        std::string spelled = raw.empty() || llvm::sys::path::is_absolute(raw) ? found : raw;
+        if (job_.inputs)
+          for (const auto& in : *job_.inputs)
+            if (normalized(in) == found) spelled = in;
+        scan(found, spelled, depth + 1);
+      }
+      continue;
+    }
+    // Missing: an empty file where Clang will look first.
+    std::string target;
+    if (quoted) target = normalized(dir + "/" + name);
+    else if (name.find("..") == std::string::npos) target = std::string(kMissingDir) + "/" + name;
+    else continue;
+    if (job_.stubbed.count(target)) continue;
+    job_.memfs->addFile(target, 0, llvm::MemoryBuffer::getMemBuffer("", target));
+    std::string spelled = quoted ? "\"" + name + "\"" : "<" + name + ">";
+    job_.stubbed[target] = "stubbed missing include " + spelled + " (" + shown + ":" + std::to_string(lineNo) + ")";
+  }
+}
+
+std::vector<std::string> commandLine(const std::string& path, const ParseOptions& o, const std::string& stubs,
+                                     const std::vector<std::string>& inputs, const std::string& pch) {
+  std::vector<std::string> a = {"layergate-clang",
+                                "-x", "cuda",
+                                "--cuda-host-only",
+                                "-nocudalib",
+                                "-std=c++17",
+                                "-fsyntax-only",
+                                "-Wno-unknown-cuda-version",
+                                "-D__restrict__=",
+                                "-fno-delayed-template-parsing",
+                                "-ferror-limit=0",
+                                "-fno-spell-checking",
+                                "-w",
+                                "-resource-dir", LAYERGATE_CLANG_RESOURCE_DIR};
+  if (o.real_cuda_sdk) {
+    a.push_back("--cuda-path=" + o.cuda_path);
+    a.insert(a.end(), {"-isystem", stubs + "/torch", "-isystem", stubs + "/tvm-ffi", "-idirafter", stubs + "/sdk-shim"});
+  } else {
+    a.insert(a.end(), {"-nocudainc", "-isystem", stubs + "/cuda", "-isystem", stubs + "/torch", "-isystem",
+                       stubs + "/tvm-ffi"});
+    if (!pch.empty()) a.insert(a.end(), {"-include-pch", pch});
+    else if (path != stubs + "/layergate_pch.h") a.insert(a.end(), {"-include", stubs + "/layergate_cuda_prelude.h"});
+  }
+  if (path == stubs + "/layergate_pch.h") {  // building the PCH: no per-input options
+    for (const auto& x : o.extra_args) a.push_back(x);
+    a.push_back(path);
+    return a;
+  }
+  std::set<std::string> seen;
+  for (const auto& f : inputs) {
+    std::string d = dirOf(f);
+    if (seen.insert(d).second) a.push_back("-I" + d);
+  }
+  for (const auto& d : o.include_dirs) a.push_back("-I" + d);
+  a.push_back("-idirafter");
+  a.push_back(kMissingDir);
+  for (const auto& x : o.extra_args) a.push_back(x);
+  a.push_back(path);
+  return a;
+}
+
+// --- precompiled prelude --------------------------------------------------------
+//
+// The prelude and the standard headers dispatch headers include are parsed
+// once into a PCH in the user's cache directory and loaded lazily afterwards:
+// most of a parse is spent in those headers. Any problem: parse without it.
+
+namespace {
+
+class PchToolAct : public tooling::ToolAction {
+ public:
+  explicit PchToolAct(std::string out) : out_(std::move(out)) {}
+  bool runInvocation(std::shared_ptr<CompilerInvocation> inv, FileManager* files,
+                     std::shared_ptr<PCHContainerOperations> pch, DiagnosticConsumer* diags) override {
+    inv->getFrontendOpts().SkipFunctionBodies = true;
+    inv->getFrontendOpts().OutputFile = out_;
+    inv->getDiagnosticOpts().ShowCarets = false;
+    CompilerInstance ci(std::move(pch));
+    ci.setInvocation(std::move(inv));
+    ci.setFileManager(files);
+    ci.createDiagnostics(diags, /*ShouldOwnClient=*/false);
+    if (!ci.hasDiagnostics()) return false;
+    ci.createSourceManager(*files);
+    GeneratePCHAction action;
+    bool ok = ci.ExecuteAction(action);
+    files->clearStatCache();
+    return ok;
+  }
+
+ private:
+  std::string out_;
+};
+
+std::string cacheDir() {
+  std::string base;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) base = x;
+  else if (const char* h = std::getenv("HOME"); h && *h) base = std::string(h) + "/.cache";
+  else base = "/tmp/layergate-" + std::to_string(getuid());
+  return base + "/layergate";
+}
+
+}  // namespace
+
+// Path of a usable PCH for these options, building it if needed; empty when
+// precompiling is off or failed.
+std::string preludePch(const ParseOptions& o, const std::string& stubs) {
+  if (o.real_cuda_sdk) return {};
+  if (const char* off = std::getenv("LAYERGATE_NO_PCH"); off && *off && std::string(off) != "0") return {};
+  std::string header = stubs + "/layergate_pch.h";
+  std::vector<std::string> args = commandLine(header, o, stubs, {});
+  std::string key = clang::getClangFullVersion();
+  for (const auto& a : args) key += "\n" + a;
+  for (const char* f : {"/layergate_pch.h", "/layergate_cuda_prelude.h", "/cuda/layergate_half_types.h"}) {
+    auto buf = llvm::MemoryBuffer::getFile(stubs + f);
+    if (!buf) return {};
+    key += (*buf)->getBuffer().str();
+  }
+  char hex[17];
+  snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(llvm::xxh3_64bits(key)));
+  std::string dir = cacheDir();
+  std::string out = dir + "/prelude-" + hex + ".pch";
+  if (llvm::sys::fs::exists(out)) return out;
+  if (llvm::sys::fs::create_directories(dir)) return {};
+  std::string tmp = out + ".tmp" + std::to_string(getpid());
+  CollectingDiags diags;
+  PchToolAct act(tmp);
+  auto files = llvm::makeIntrusiveRefCnt<FileManager>(FileSystemOptions());
+  tooling::ToolInvocation inv(args, &act, files.get(), std::make_shared<PCHContainerOperations>());
+  inv.setDiagnosticConsumer(&diags);
+  bool ok = inv.run() && diags.errors == 0 && llvm::sys::fs::exists(tmp);
+  if (!ok || llvm::sys::fs::rename(tmp, out)) {
+    llvm::sys::fs::remove(tmp);
+    return {};
+  }
+  return out;
+}
+
+// The target's compile settings (cpp.include_dirs, cpp.defines, cpp.std) over
+// the caller's options. An include directory is relative to the checkout
+// root, which is some directory above the dispatch file: each is looked up
+// from the file's own directory upwards, nearest first, and added where it
+// exists (several files under different roots: each root's copy).
+ParseOptions withTargetSettings(const ParseOptions& in, const target::CppDispatchSpec& spec,
+                                const std::vector<std::string>& files) {
+  ParseOptions o = in;
+  std::set<std::string> seen(o.include_dirs.begin(), o.include_dirs.end());
+  for (const auto& rel : spec.include_dirs)
+    for (const auto& f : files) {
+      std::string dir = dirOf(f);
+      for (int up = 0; up < 64 && !dir.empty(); ++up) {
+        std::string c = normalized(dir + "/" + rel);
+        if (llvm::sys::fs::is_directory(c)) {
+          if (seen.insert(c).second) o.include_dirs.push_back(c);
+          break;
+        }
+        std::string parent(llvm::sys::path::parent_path(dir));
+        if (parent == dir) break;
+        dir = parent;
+      }
+    }
+  if (!spec.std.empty()) o.extra_args.insert(o.extra_args.begin(), "-std=" + spec.std);
+  for (std::size_t i = 0; i < spec.defines.size(); ++i)
+    o.extra_args.insert(o.extra_args.begin() + static_cast<long>(i) + (spec.std.empty() ? 0 : 1), "-D" + spec.defines[i]);
+  return o;
+}
+
+}  // namespace layergate::cpp::detail::parse

@@ -1,0 +1,223 @@
+// The dispatch walker's state and members (internal to lg_cpp): one Walker
+// per walk; its members are defined in DispatchLaunch.cpp, DispatchEval.cpp and
+// DispatchWalker.cpp, by section.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "clang/AST/ASTContext.h"
+#include "clang/AST/DeclCXX.h"
+#include "clang/AST/Expr.h"
+#include "clang/AST/ExprCXX.h"
+#include "clang/AST/ParentMap.h"
+#include "clang/AST/Stmt.h"
+#include "clang/Basic/SourceManager.h"
+#include "cpp/DispatchWalker.h"
+#include "model/Model.h"
+#include "target/Target.h"
+
+namespace layergate::cpp::detail::walker {
+
+using namespace clang;
+namespace m = layergate::model;
+using m::ExprPtr;
+
+// ---------------------------------------------------------------------------
+// Symbolic values.
+
+struct Val {
+  enum Kind { Unknown, Bool, Int, Str, Ptr } kind = Unknown;
+  ExprPtr e;        // Bool/Int/Str: the value; Ptr: the string pointed to (Str)
+  ExprPtr nonnull;  // Ptr: whether the pointer is non-null
+  static Val unknown() { return {}; }
+  static Val boolean(ExprPtr x) { return {Bool, std::move(x), nullptr}; }
+  static Val integer(ExprPtr x) { return {Int, std::move(x), nullptr}; }
+  static Val ptr(ExprPtr nn, ExprPtr s) { return {Ptr, std::move(s), std::move(nn)}; }
+};
+
+struct LaunchInfo {
+  std::string kernel;
+  SourceLocation loc;
+  // 2: the kernel is named where the dispatch launches it (<<<>>>, a launch
+  // API, or a launch helper given the kernel as an argument); 1: a helper
+  // launches a kernel of its own (a copy before the real launch). A path keeps
+  // its first launch of the highest rank.
+  int rank = 2;
+};
+
+struct KernelAt {
+  std::string name;
+  int rank = 2;
+};
+
+struct Reason {
+  std::string text;
+  SourceLocation loc;
+  int prio = 0;  // 2: an arm without launch beside arms that launch; 1: any other implicit arm
+  const IfStmt* no_else = nullptr;  // the reason is this if's missing else (for the unsafe fix)
+};
+
+struct State {
+  ExprPtr pc = m::True();
+  std::map<const VarDecl*, Val> locals;
+  std::map<std::string, ExprPtr> facts;  // config var name -> constant known on this path
+  std::optional<LaunchInfo> launch;
+  Reason reason;
+};
+
+struct Flow {
+  std::vector<State> normal, breaks, continues;
+};
+
+struct RawLeaf {
+  m::LeafKind kind;
+  ExprPtr cond;
+  std::string kernel, text;
+  SourceLocation loc;
+  const IfStmt* no_else = nullptr;
+};
+
+// AST helpers shared by the sections (DispatchLaunch.cpp).
+const Expr* strip(const Expr* e);
+const Expr* stripCasts(const Expr* e);
+std::string calleeName(const Expr* callee);
+
+// ---------------------------------------------------------------------------
+
+class Walker {
+ public:
+  Walker(ASTContext& ctx, const target::CppDispatchSpec& spec, const WalkOptions& opts)
+      : ctx_(ctx), sm_(ctx.getSourceManager()), spec_(spec), opts_(opts) {}
+
+  void setClass(const CXXRecordDecl* rd) { current_class_ = rd; }
+
+  // --- launch discovery, in DispatchLaunch.cpp ---------------------------------
+
+  std::vector<const FunctionDecl*> calleesOf(const CallExpr* call);
+  std::string kernelOfFunction(const FunctionDecl* fd);
+  std::string kernelArgName(const Expr* a, int depth = 0);
+  std::optional<KernelAt> launchAt(const Stmt* s);
+  std::optional<LaunchInfo> findLaunch(const Stmt* root);
+
+  // --- text and locations, in DispatchEval.cpp ---------------------------------
+
+  static std::string squash(llvm::StringRef in);
+  std::string textOf(const Stmt* e);
+  m::Location loc(SourceLocation l, bool spelling, const char* role, const std::string& note = {});
+
+  // --- opaques and config variables, in DispatchEval.cpp -----------------------
+
+  ExprPtr opaque(const std::string& text, m::Sort sort, SourceLocation where);
+  ExprPtr configVar(const std::string& name, m::Sort sort, const State& st);
+  Val memberVal(const std::string& member, QualType type, const State& st);
+  void noteEnv(const std::string& name);
+  bool isByteCountName(llvm::StringRef n) const;
+  static bool containsSizeof(const Stmt* s);
+  static bool isSizeofProduct(const Expr* e);
+
+  // --- expression evaluation, in DispatchEval.cpp ------------------------------
+
+  static m::Sort sortOfType(QualType t);
+  static bool isStringType(QualType t);
+  Val opaqueOfType(const Expr* e);
+  static bool readsEnv(const Stmt* s);
+  std::optional<std::int64_t> constInt(const Expr* e);
+  ExprPtr asBool(const Val& v, const Expr* e);
+  ExprPtr asInt(const Val& v, const Expr* e);
+  static ExprPtr cmp(m::Op op, ExprPtr a, ExprPtr b);
+  static bool strParts(const Val& v, ExprPtr& nonnull, ExprPtr& s);
+  Val compare(BinaryOperatorKind opc, const Expr* lhs, const Expr* rhs, const Expr* whole, State& st);
+  Val arith(BinaryOperatorKind opc, const Expr* lhs, const Expr* rhs, const Expr* whole, State& st);
+  std::optional<std::string> literalString(const Expr* e);
+  Val evalCall(const CallExpr* c, State& st);
+  Val convert(const Val& v, QualType to, const Expr* e);
+  Val eval(const Expr* e, State& st);
+  Val evalInner(const Expr* e, State& st);
+  ExprPtr condition(const Expr* e, State& st);
+  static void addFacts(State& st, const ExprPtr& c, bool truth);
+
+  // --- joining paths, in DispatchWalker.cpp ------------------------------------
+
+  static void conjuncts(const ExprPtr& e, std::vector<ExprPtr>& out);
+  static bool same(const ExprPtr& a, const ExprPtr& b);
+  static bool contains(const std::vector<ExprPtr>& xs, const ExprPtr& x);
+  static ExprPtr orMerge(const ExprPtr& a, const ExprPtr& b);
+  static bool sameVal(const Val& a, const Val& b);
+  std::string stateKey(const State& st);
+  void mergeStates(std::vector<State>& states);
+
+  // --- statements, in DispatchWalker.cpp ---------------------------------------
+
+  void checkPaths(std::size_t n, const Stmt* at);
+  void setReason(State& st, std::string text, SourceLocation where, int prio, const IfStmt* no_else = nullptr);
+  bool effects(const Expr* e, State& st);
+  void assign(const Expr* lhs, const Val& v, State& st);
+  void assignments(const Expr* e, State& st);
+  Val initValue(const VarDecl* vd, State& st);
+  void execDecl(const DeclStmt* ds, std::vector<State>& states, std::vector<State>& alive);
+  Flow exec(const Stmt* s, std::vector<State> in, int depth);
+  Flow execIf(const IfStmt* is, std::vector<State> in, int depth);
+  struct CaseLabel {
+    const SwitchCase* label;
+    std::size_t index;  // position in the flattened body
+  };
+  Flow execSwitch(const SwitchStmt* sw, std::vector<State> in, int depth);
+  Flow execLoop(const Stmt* s, std::vector<State> in, int depth);
+
+  // --- preconditions (cpp.preconditions), in DispatchLaunch.cpp ----------------
+
+  struct Precondition {
+    const Expr* cond;
+    std::string message;
+    SourceLocation loc;
+  };
+
+  bool isPreconditionName(llvm::StringRef n) const;
+  bool inPreconditionMacro(SourceLocation l) const;
+  static std::string typeName(QualType t);
+  std::string checkMessage(llvm::ArrayRef<const Expr*> rest);
+  std::optional<Precondition> preconditionOf(const Expr* e);
+  bool precondition(const Precondition& p, State& st);
+
+  // --- leaves, in DispatchWalker.cpp -------------------------------------------
+
+  void finishThrow(State& st, const CXXThrowExpr* t);
+  void throwLeaf(const ExprPtr& pc, const std::string& msg, SourceLocation where);
+  void finishEnd(State& st, SourceLocation end);
+
+  // --- facts for the unsafe fix (cpp/FixFacts.h), in DispatchWalker.cpp --------
+
+  static bool readsNvlink(const ExprPtr& c);
+  bool testsNvlink(const IfStmt* is);
+  m::ElseSite elseSiteOf(const RawLeaf& r, const Stmt* body);
+  void noteOnce(const std::string& n);
+
+  // --- driver, in DispatchWalker.cpp -------------------------------------------
+
+  m::Dispatch run(const FunctionDecl* fd);
+
+ private:
+  ASTContext& ctx_;
+  SourceManager& sm_;
+  const target::CppDispatchSpec& spec_;
+  const WalkOptions& opts_;
+  const CXXRecordDecl* current_class_ = nullptr;
+  std::string fn_name_;
+  std::map<const FunctionDecl*, std::string> fn_memo_;
+  std::map<const Stmt*, std::optional<LaunchInfo>> stmt_memo_;
+  std::map<std::string, SourceLocation> opaque_where_;
+  std::vector<std::string> env_reads_;
+  std::vector<std::string> notes_;
+  std::vector<RawLeaf> raw_;
+  std::set<const IfStmt*> nvlink_ifs_;  // ifs whose condition read the NVLink flag on some path
+  std::unique_ptr<ParentMap> parents_;
+  std::set<const VarDecl*> globals_in_eval_;
+  int eval_depth_ = 0;
+};
+
+}  // namespace layergate::cpp::detail::walker
