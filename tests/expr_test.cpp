@@ -82,7 +82,11 @@ TEST(Target, RejectsBadDescriptionsWithAOneLineReason) {
   for (const char* bad :
        {R"({"name":"t","python":{"policy":{"inputs":{"n":{"min":1e24}}}}})",
         R"({"name":"t","python":{"policy":{"inputs":{"n":{"max":2.5}}}}})",
-        R"({"name":"t","python":{"call_outputs":{"a":{"method":"m","call":"c","argument":99999999999}}}})"}) {
+        R"({"name":"t","python":{"call_outputs":{"a":{"method":"m","call":"c","argument":99999999999}}}})",
+        // Unsigned numbers above INT64_MAX would wrap to negative int64s.
+        R"({"name":"t","python":{"policy":{"inputs":{"n":{"max":18446744073709551615}}}}})",
+        R"({"name":"t","python":{"policy":{"inputs":{"n":{"min":9223372036854775808}}}}})",
+        R"({"name":"t","python":{"policy":{"inputs":{"n":{"values":[1,18446744073709551615]}}}}})"}) {
     try {
       target::parseTarget(bad, "x.json");
       ADD_FAILURE() << "accepted: " << bad;

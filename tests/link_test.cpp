@@ -3,6 +3,8 @@
 // constructor default, and a missing binding.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "link/Link.h"
 
 using namespace layergate;
@@ -173,6 +175,27 @@ TEST(Link, NoMemberUseMeansNothingToTrace) {
   auto l = link::traceFlag(f.gate, f.d);
   EXPECT_TRUE(l.hops.empty());
   EXPECT_TRUE(l.problems.empty());
+}
+
+// A member use inside a precondition call (RuntimeCheck(full_nvlink_ || ...))
+// is not the dispatch's branch on the flag: not a branch condition hop, and
+// alone it leaves nothing to trace.
+TEST(Link, APreconditionUseIsNotTheBranchCondition) {
+  Facts f = chain();
+  Location pre = at("d.cuh", 150);
+  pre.role = "precondition";
+  f.d.member_uses.insert(f.d.member_uses.begin(), {"full_nvlink_", kFullNvlink, pre});
+  auto l = link::traceFlag(f.gate, f.d);
+  EXPECT_TRUE(l.complete);
+  auto h = hops(l);
+  EXPECT_EQ(std::count(h.begin(), h.end(), "branch condition d.cuh:150"), 0) << ::testing::PrintToString(h);
+  EXPECT_EQ(h.back(), "branch condition d.cuh:177");
+
+  f.d.member_uses.erase(f.d.member_uses.begin() + 1);  // only the precondition is left
+  auto only = link::traceFlag(f.gate, f.d);
+  EXPECT_TRUE(only.member.empty());
+  EXPECT_TRUE(only.hops.empty());
+  EXPECT_TRUE(only.problems.empty());
 }
 
 TEST(Link, FollowsAChainOfTwoWrappersOutermostFirst) {

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "cli/Analysis.h"
+#include "cli/Chain.h"
 #include "cli/Scan.h"
 #include "model/Errors.h"
 #include "python/Chain.h"
@@ -233,6 +234,154 @@ TEST(SelectionChain, ScanSaysPerCellWhichArmRunsAndWhatIsNotAnalysed) {
   ASSERT_EQ(j["selection_layers"].size(), 1u);
   EXPECT_EQ(j["selection_layers"][0]["arms"][3]["classes"][0]["analysed"], true);
   EXPECT_EQ(j["selection_layers"][0]["cells"][3]["runs"]["cuda"], "ca_comm (unless pynccl_comm, qr_comm, fast_comm takes it)");
+  fs::remove_all(root);
+}
+
+// A cell the analysis never covered (past --max-world-size) is not known:
+// "?", never "-" (a proven never), and it never counts as "no".
+TEST(SelectionChain, ACellPastTheMaxWorldSizeIsNotKnownNotNever) {
+  namespace fs = std::filesystem;
+  fs::path root = fs::temp_directory_path() / ("lg-chain-ws-" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  const fs::path fx = LAYERGATE_FIXTURES;
+  auto put = [&](const fs::path& p, const std::string& text) {
+    fs::create_directories(p.parent_path());
+    std::ofstream(p) << text;
+  };
+  put(root / "vllm/distributed/device_communicators/custom_all_reduce.py",
+      driver::readSource((fx / "vllm-upstream/custom_all_reduce.py").string(), 1 << 20));
+  put(root / "csrc/custom_all_reduce.cuh", driver::readSource((fx / "vllm-upstream/custom_all_reduce.cuh").string(), 1 << 20));
+  put(root / "csrc/custom_all_reduce.cu", "#include \"custom_all_reduce.cuh\"\n");
+  put(root / "vllm/distributed/device_communicators/cuda_communicator.py", kCommunicator);
+  driver::ScanRequest req;
+  req.root = root.string();
+  req.base.solve.max_world_size = 4;
+  auto s = driver::scan(req);
+  ASSERT_EQ(s.chains.size(), 1u);
+  const auto& v = s.chains[0];
+  auto row = [&](int ws, bool nv) {
+    for (const auto& r : v.rows)
+      if (r.world_size == ws && r.full_nvlink == nv) return r;
+    throw std::runtime_error("no row");
+  };
+  EXPECT_EQ(row(2, false).arms[3], "by default");
+  EXPECT_EQ(row(4, false).arms[3], "-");  // analysed: never
+  EXPECT_EQ(row(8, true).arms[3], "?");   // not analysed
+  EXPECT_EQ(row(8, false).arms[3], "?");
+  EXPECT_EQ(row(8, false).runs[0], "NCCL (unless pynccl_comm, qr_comm, fast_comm, ca_comm takes it)");
+  fs::remove_all(root);
+}
+
+// A selection function that may return a value not understood ("?") where
+// that arm is not blocked: the chain's arm is not known there, never "-".
+TEST(SelectionChain, ASelectionArmNotUnderstoodMakesTheChainArmUnknown) {
+  namespace fs = std::filesystem;
+  const fs::path file = fs::temp_directory_path() / ("lg-chain-sel-" + std::to_string(::getpid()) + ".py");
+  std::ofstream(file) << R"(
+class GroupCoordinator:
+    def __init__(self):
+        self.ca_comm = None
+        if x:
+            CAClass = dispatch_custom_allreduce()
+            self.ca_comm = CAClass(group=1)
+
+    def pick(self, input_):
+        if self.ca_comm is not None and not self.ca_comm.disabled and self.ca_comm.should_custom_ar(input_):
+            return "ca"
+        return None
+)";
+  auto cells = [](auto admitted) {
+    std::vector<solve::CellVerdict> out;
+    for (int ws = 1; ws <= 8; ++ws)
+      for (int nv = 0; nv <= 1; ++nv) {
+        solve::CellVerdict c;
+        c.cell.world_size = ws;
+        c.cell.full_nvlink = nv == 1;
+        c.gate.state = admitted(ws, nv == 1) ? solve::GateState::Admitted : solve::GateState::Blocked;
+        out.push_back(c);
+      }
+    return out;
+  };
+  std::vector<report::Result> results(2);
+  results[0].target = "sel";
+  results[0].selection.emplace();
+  results[0].selection->function = "dispatch_custom_allreduce";
+  results[0].selection->arms.resize(2);
+  results[0].selection->arms[0].implementation = "CustomAllreduce";
+  results[0].selection->arms[1].implementation = "?";
+  results[0].selection_cells.push_back(cells([](int, bool) { return true; }));
+  results[0].selection_cells.push_back(cells([](int ws, bool nv) { return ws == 4 && nv; }));  // "?" only there
+  results[1].target = "ca";
+  results[1].gate.class_name = "CustomAllreduce";
+  results[1].matrix = cells([](int, bool) { return false; });  // its own gate: never
+  target::ChainSpec spec;
+  spec.name = "t";
+  spec.files = {file.string()};
+  spec.classes = {"GroupCoordinator"};
+  spec.methods = {"pick"};
+  spec.selection_functions = {"dispatch_custom_allreduce"};
+  auto chains = driver::selectionChains({spec}, results, {}, 1 << 20);
+  fs::remove(file);
+  ASSERT_EQ(chains.size(), 1u);
+  const auto& v = chains[0];
+  auto row = [&](int ws, bool nv) {
+    for (const auto& r : v.rows)
+      if (r.world_size == ws && r.full_nvlink == nv) return r;
+    throw std::runtime_error("no row");
+  };
+  EXPECT_EQ(row(4, false).arms[0], "-");  // "?" blocked, CustomAllreduce never
+  EXPECT_EQ(row(4, true).arms[0], "?");
+  EXPECT_EQ(row(4, true).runs[0], "NCCL (unless ca_comm takes it)");
+  EXPECT_NE(driver::renderChainText(v).find("CustomAllreduce, ? (not analysed)"), std::string::npos) << driver::renderChainText(v);
+}
+
+// 200k nested brackets at the module's top level, in the class body, in an
+// annotation and in an arm's condition (the chain reader's walks recurse per
+// node): refused with a one-line InputError, never a stack overflow; a scan
+// says it in a note.
+TEST(SelectionChain, DeeplyNestedChainFilesAreRefusedWithoutCrashing) {
+  const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+  const std::string cls = "class CudaCommunicator:\n    def __init__(self):\n        self.ca_comm = CustomAllreduce()\n";
+  const std::string method = "    def all_reduce(self, x):\n        if self.ca_comm is not None and self.ca_comm.should_custom_ar(x):\n"
+                             "            return self.ca_comm.custom_all_reduce(x)\n        return None\n";
+  const std::string in_cond = "    def all_reduce(self, x):\n        if self.ca_comm.should_custom_ar(" + deep +
+                              "):\n            return self.ca_comm.custom_all_reduce(x)\n        return None\n";
+  for (const std::string& text : {"x = " + deep + "\n" + cls + method, cls + "        self.y = " + deep + "\n" + method,
+                                  cls + "        self.ca_comm: " + deep + " = None\n" + method, cls + in_cond}) {
+    try {
+      python::extractChain({{"deep.py", text}}, {"CudaCommunicator"}, {"all_reduce"}, {});
+      ADD_FAILURE() << "accepted";
+    } catch (const InputError& e) {
+      const std::string m = e.what();
+      EXPECT_EQ(m.rfind("deep.py:", 0), 0u) << m;
+      EXPECT_NE(m.find("nesting deeper than"), std::string::npos) << m;
+      EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+    }
+  }
+  // Ordinary nesting is still read.
+  EXPECT_TRUE(python::extractChain({{"ok.py", "x = " + std::string(50, '[') + std::string(50, ']') + "\n" + cls + method}},
+                                   {"CudaCommunicator"}, {"all_reduce"}, {}));
+
+  namespace fs = std::filesystem;
+  fs::path root = fs::temp_directory_path() / ("lg-chain-deep-" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  const fs::path fx = LAYERGATE_FIXTURES;
+  auto put = [&](const fs::path& p, const std::string& t) {
+    fs::create_directories(p.parent_path());
+    std::ofstream(p) << t;
+  };
+  put(root / "vllm/distributed/device_communicators/custom_all_reduce.py",
+      driver::readSource((fx / "vllm-upstream/custom_all_reduce.py").string(), 1 << 20));
+  put(root / "csrc/custom_all_reduce.cuh", driver::readSource((fx / "vllm-upstream/custom_all_reduce.cuh").string(), 1 << 20));
+  put(root / "csrc/custom_all_reduce.cu", "#include \"custom_all_reduce.cuh\"\n");
+  put(root / "vllm/distributed/device_communicators/cuda_communicator.py", "x = " + deep + "\n" + kCommunicator);
+  driver::ScanRequest req;
+  req.root = root.string();
+  auto s = driver::scan(req);
+  EXPECT_TRUE(s.chains.empty());
+  bool noted = false;
+  for (const auto& n : s.notes) noted |= n.rfind("selection layer not read: ", 0) == 0 && n.find("nesting deeper than") != std::string::npos;
+  EXPECT_TRUE(noted);
   fs::remove_all(root);
 }
 

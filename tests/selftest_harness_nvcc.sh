@@ -10,23 +10,31 @@ if [ ! -x "$nvcc" ]; then echo "SKIP: no $nvcc"; exit 77; fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=0
+# Each build runs in the background (a subshell): it says a failure by its
+# exit status, which `wait PID` collects; fail=1 inside it would be lost.
 build() {  # name header python [target]
   local out="$tmp/$1"
-  "$lg" selftest --header "$2" --python "$3" ${4:+--target "$4"} --emit-harness "$out" > "$out.log" 2>&1 || { cat "$out.log"; echo "FAIL: $1: no harness"; fail=1; return; }
+  "$lg" selftest --header "$2" --python "$3" ${4:+--target "$4"} --emit-harness "$out" > "$out.log" 2>&1 || { cat "$out.log"; echo "FAIL: $1: no harness"; return 1; }
   if "$nvcc" -std=c++17 -arch=sm_90 --expt-relaxed-constexpr --expt-extended-lambda -c -I"$out/include" -I"$(dirname "$2")" -o "$out/harness.o" "$out/harness.cu" > "$out.nvcc" 2>&1; then
     echo "ok: $1 harness compiles"
   else
-    head -40 "$out.nvcc"; echo "FAIL: $1: the harness does not compile"; fail=1
+    head -40 "$out.nvcc"; echo "FAIL: $1: the harness does not compile"; return 1
   fi
 }
-build sglang-upstream "$src/fixtures/sglang-upstream/custom_all_reduce.cuh" "$src/fixtures/sglang-upstream/custom_all_reduce.py" &
-build vllm-upstream "$src/fixtures/vllm-upstream/custom_all_reduce.cuh" "$src/fixtures/vllm-upstream/custom_all_reduce.py" &
-wait
-build reference "$src/kernels/layergate_allreduce.cuh" "$src/kernels/python/custom_all_reduce.py" &
+pids=()
+waitAll() {
+  local p
+  for p in "${pids[@]}"; do wait "$p" || fail=1; done
+  pids=()
+}
+build sglang-upstream "$src/fixtures/sglang-upstream/custom_all_reduce.cuh" "$src/fixtures/sglang-upstream/custom_all_reduce.py" & pids+=($!)
+build vllm-upstream "$src/fixtures/vllm-upstream/custom_all_reduce.cuh" "$src/fixtures/vllm-upstream/custom_all_reduce.py" & pids+=($!)
+waitAll
+build reference "$src/kernels/layergate_allreduce.cuh" "$src/kernels/python/custom_all_reduce.py" & pids+=($!)
 # A dispatch called with the values a launch policy hands down (the entry harness).
 fi=$src/fixtures/flashinfer-pcie-ipc-flat4
-build flashinfer-pcie-ipc "$fi/include/flashinfer/comm/pcie_ipc_all_reduce.cuh" "$fi/flashinfer/comm/pcie_ipc_policy.py" flashinfer-pcie-ipc &
-wait
+build flashinfer-pcie-ipc "$fi/include/flashinfer/comm/pcie_ipc_all_reduce.cuh" "$fi/flashinfer/comm/pcie_ipc_policy.py" flashinfer-pcie-ipc & pids+=($!)
+waitAll
 
 # Thresholds::from_file on the JSON the self-test writes (host code only: runs without a GPU).
 cat > "$tmp/th.json" <<'JSON'

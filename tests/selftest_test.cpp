@@ -462,6 +462,13 @@ class CustomAllreduce final : public Base {
   EXPECT_EQ(cs.methods[3].params[0].type, "void**");
 }
 
+// `__attr(` that never closes after class/struct: matchClose gives npos, and
+// npos + 1 used to restart the scan at 0, forever (the test's TIMEOUT).
+TEST(SelftestHarness, AnUnclosedAttributeParenEndsTheScan) {
+  EXPECT_FALSE(scanClass("__a( struct __b(", "X").found);
+  EXPECT_FALSE(scanClass("struct __align__(16", "X").found);
+}
+
 TEST(SelftestHarness, ParsesCellLines) {
   auto o = parseHarnessOutput("HARNESS gpus=1\nCELL 4 0 8192 NO_KERNEL every output element kept the sentinel (8192)\n"
                               "CELL 2 1 16 OK 8 elements right\nCELL 8 1 8192 HANG not finished after 5000 ms\n");

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <utility>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -18,6 +19,8 @@ namespace fs = std::filesystem;
 
 // The classes an arm's attribute may hold, with a selection function's
 // classes in place of its marker (and where it returns each: result, arm).
+// A value the selection function returns that was not understood is kept as
+// class "?" (never analysed), once per selection arm: each has its own cells.
 struct Held {
   std::string cls;
   int sel_result = -1, sel_arm = -1;
@@ -26,7 +29,7 @@ std::vector<Held> classesOf(const model::ChainArm& a, const std::vector<report::
   std::vector<Held> out;
   auto add = [&](const std::string& c, int r, int arm) {
     for (const auto& h : out)
-      if (h.cls == c) return;
+      if (h.cls == c && c != "?") return;
     out.push_back({c, r, arm});
   };
   for (const auto& c : a.implementations) {
@@ -36,7 +39,7 @@ std::vector<Held> classesOf(const model::ChainArm& a, const std::vector<report::
         if (results[r].selection && results[r].selection->function == f)
           for (size_t k = 0; k < results[r].selection->arms.size(); ++k) {
             const auto& arm = results[r].selection->arms[k];
-            if (arm.implementation != "None" && arm.implementation != "?")
+            if (arm.implementation != "None")
               add(arm.implementation, static_cast<int>(r), static_cast<int>(k));
           }
       continue;
@@ -79,7 +82,7 @@ std::vector<ChainVerdict> selectionChains(const std::vector<target::ChainSpec>& 
         for (const auto& h : held.back()) {
           const std::string& c = h.cls;
           int idx = -1;
-          for (size_t i = 0; i < results.size() && idx < 0; ++i)
+          for (size_t i = 0; i < results.size() && idx < 0 && c != "?"; ++i)
             if (!results[i].gate.policy && results[i].gate.class_name == c) idx = static_cast<int>(i);
           units_of.push_back({c, idx});
           if (idx >= 0) {
@@ -119,7 +122,11 @@ std::vector<ChainVerdict> selectionChains(const std::vector<target::ChainSpec>& 
                 continue;
               }
               const solve::CellVerdict* c = cellOf(results[static_cast<size_t>(idx)], ws, nv == 1);
-              std::string w = c ? (c->undecided ? std::string("undecided") : report::selectionCell(*c)) : "-";
+              if (!c) {  // a cell the analysis did not cover (past --max-world-size): not known, never "-"
+                unknown = true;
+                continue;
+              }
+              std::string w = c->undecided ? std::string("undecided") : report::selectionCell(*c);
               if (w == "undecided") unknown = true;
               else if (w == "by default") st = 2;
               else if (w != "-") st = std::max(st, 1);
@@ -163,8 +170,11 @@ std::string renderChainText(const ChainVerdict& v) {
   for (size_t a = 0; a < v.chain.arms.size(); ++a) {
     const auto& arm = v.chain.arms[a];
     std::string held;
-    for (const auto& [cls, idx] : v.arm_units[a])
+    bool said_unknown = false;  // a selection function's "?" values: once
+    for (const auto& [cls, idx] : v.arm_units[a]) {
+      if (cls == "?" && std::exchange(said_unknown, true)) continue;
       held += (held.empty() ? "" : ", ") + cls + (idx < 0 ? " (not analysed)" : "");
+    }
     out += fmt::format("  {}. {:<14} {}:{}  {}{}{}\n", a + 1, arm.attribute.empty() ? "-" : arm.attribute, arm.where.file,
                        arm.where.line, held.empty() ? "class not known (not analysed)" : held,
                        v.arm_platform[a].empty() ? "" : " [" + v.arm_platform[a] + "]",
@@ -202,7 +212,9 @@ nlohmann::json chainJson(const ChainVerdict& v) {
   for (size_t a = 0; a < v.chain.arms.size(); ++a) {
     const auto& arm = v.chain.arms[a];
     nlohmann::json classes = nlohmann::json::array();
-    for (const auto& [cls, idx] : v.arm_units[a]) classes.push_back({{"class", cls}, {"analysed", idx >= 0}});
+    bool said_unknown = false;
+    for (const auto& [cls, idx] : v.arm_units[a])
+      if (cls != "?" || !std::exchange(said_unknown, true)) classes.push_back({{"class", cls}, {"analysed", idx >= 0}});
     arms.push_back({{"attribute", arm.attribute}, {"classes", classes}, {"platform", v.arm_platform[a]}, {"guard", arm.guard}, {"condition", arm.text},
                     {"returns", arm.result}, {"file", arm.where.file}, {"line", arm.where.line}});
   }

@@ -47,6 +47,7 @@ FlagLink traceFlag(const model::Gate& gate, const model::Dispatch& d) {
   std::vector<Hop> branch_hops;
   for (const auto& u : d.member_uses) {
     if (u.config != model::kFullNvlink) continue;
+    if (u.where.role == "precondition") continue;  // a RuntimeCheck-style precondition call, not the branch
     if (L.member.empty()) L.member = u.member;
     if (u.member == L.member) branch_hops.push_back({"branch condition", u.where});
   }

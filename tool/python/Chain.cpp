@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 
+#include "model/Errors.h"
 #include "python/Syntax.h"
 
 extern "C" const TSLanguage* tree_sitter_python();
@@ -20,6 +21,23 @@ namespace {
 using detail::field;
 using detail::is;
 using detail::named;
+
+// The walks below recurse per syntax node: past this many levels the file is
+// refused (InputError), not walked into a stack overflow.
+constexpr int kMaxDepth = 2000;
+struct DepthGuard {
+  int& depth;
+  DepthGuard(int& d, const std::string& path, TSNode n) : depth(d) {
+    if (++depth > kMaxDepth) {
+      --depth;
+      throw InputError(path + ":" + std::to_string(ts_node_start_point(n).row + 1) + ": nesting deeper than " +
+                       std::to_string(kMaxDepth) + " levels; not read");
+    }
+  }
+  ~DepthGuard() { --depth; }
+  DepthGuard(const DepthGuard&) = delete;
+  DepthGuard& operator=(const DepthGuard&) = delete;
+};
 
 class Reader {
  public:
@@ -61,6 +79,7 @@ class Reader {
 
   void visit(TSNode n, const std::function<void(TSNode)>& f) const {
     if (ts_node_is_null(n)) return;
+    DepthGuard g(depth_, f_.path, n);
     f(n);
     for (TSNode k : named(n)) {
       if (is(k, "function_definition") || is(k, "class_definition") || is(k, "lambda")) continue;
@@ -80,6 +99,7 @@ class Reader {
     std::map<std::string, std::string> chooser;
     std::function<void(TSNode)> pre = [&](TSNode n) {
       if (ts_node_is_null(n)) return;
+      DepthGuard g(depth_, f_.path, n);
       if (is(n, "assignment") && is(field(n, "left"), "identifier") && is(field(n, "right"), "call")) {
         std::string f = detail::lastComponent(text(field(field(n, "right"), "function")));
         if (selectors.count(f)) chooser[text(field(n, "left"))] = f;
@@ -89,6 +109,7 @@ class Reader {
     pre(field(cls, "body"));
     std::function<void(TSNode)> walk = [&](TSNode n) {
       if (ts_node_is_null(n)) return;
+      DepthGuard g(depth_, f_.path, n);
       if (is(n, "assignment")) {
         TSNode left = field(n, "left");
         std::string attr = is(left, "attribute") && text(field(left, "object")) == "self" ? text(field(left, "attribute")) : "";
@@ -209,6 +230,7 @@ class Reader {
 
  private:
   const SourceFile& f_;
+  mutable int depth_ = 0;  // of the walk in progress
 };
 
 }  // namespace
@@ -226,7 +248,9 @@ std::optional<model::SelectionChain> extractChain(const std::vector<SourceFile>&
     if (!tree) continue;
     std::optional<model::SelectionChain> out;
     Reader r(f);
+    int depth = 0;
     std::function<void(TSNode)> find = [&](TSNode n) {
+      DepthGuard g(depth, f.path, n);
       for (TSNode k : named(n)) {
         if (out) return;
         TSNode def = is(k, "decorated_definition") ? field(k, "definition") : k;
@@ -256,7 +280,12 @@ std::optional<model::SelectionChain> extractChain(const std::vector<SourceFile>&
         }
       }
     };
-    find(ts_tree_root_node(tree));
+    try {
+      find(ts_tree_root_node(tree));
+    } catch (...) {
+      ts_tree_delete(tree);
+      throw;
+    }
     ts_tree_delete(tree);
     if (out) return out;
   }

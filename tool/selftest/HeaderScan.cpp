@@ -257,7 +257,11 @@ ClassScan scanClass(const std::string& text, const std::string& class_name) {
         std::string name = readIdent(s, k);
         while (name.rfind("__", 0) == 0 || name == "alignas") {  // __align__(16), alignas(16)
           while (k < s.size() && std::isspace(static_cast<unsigned char>(s[k]))) ++k;
-          if (k < s.size() && s[k] == '(') k = matchClose(s, k) + 1;
+          if (k < s.size() && s[k] == '(') {
+            const size_t close = matchClose(s, k);
+            if (close == std::string::npos) return cs;  // never closed (npos + 1 would restart at 0)
+            k = close + 1;
+          }
           name = readIdent(s, k);
         }
         if (name == class_name) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -51,6 +52,13 @@ const json& object(const json& j, const char* key, const std::string& origin) {
   if (!j.contains(key)) return empty;
   if (!j.at(key).is_object()) throw InputError(origin + ": \"" + key + "\" must be an object");
   return j.at(key);
+}
+
+// An unsigned JSON number above INT64_MAX would wrap in get<std::int64_t>()
+// (18446744073709551615 becomes -1).
+bool tooBigForInt64(const json& x) {
+  return x.is_number_unsigned() &&
+         x.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
 }
 
 }  // namespace
@@ -136,14 +144,14 @@ Target fromJson(const json& j, const std::string& origin) {
       if (it.value().contains("values")) {
         if (!it.value().at("values").is_array()) throw InputError(where + ".values must be a list of integers");
         for (const auto& x : it.value().at("values")) {
-          if (!x.is_number_integer()) throw InputError(where + ".values must be a list of integers");
+          if (!x.is_number_integer() || tooBigForInt64(x)) throw InputError(where + ".values must be a list of integers");
           in.values.push_back(x.get<std::int64_t>());
         }
       }
       for (const char* k : {"min", "max"}) {
         if (!it.value().contains(k)) continue;
         const json& b = it.value().at(k);
-        if (!b.is_number_integer()) throw InputError(where + "." + k + " must be an integer");
+        if (!b.is_number_integer() || tooBigForInt64(b)) throw InputError(where + "." + k + " must be an integer");
         (std::string(k) == "min" ? in.min : in.max) = b.get<std::int64_t>();
       }
       t.python.policy.inputs.push_back(std::move(in));
