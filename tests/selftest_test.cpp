@@ -577,6 +577,22 @@ TEST(SelftestEntryHarness, EveryParameterFromTheCellTheRankOrAFactory) {
   for (const char* p : {"LGH_ELEM", "LGH_SLAB", "LGH_LOCALS", "LGH_CALL"}) EXPECT_EQ(cu.find(p), std::string::npos) << p;
 }
 
+// A flag parameter the target maps to the NVLink flag gets the cell's
+// topology, not a constant.
+TEST(SelftestEntryHarness, AFlagMappedToTheTopologyTakesTheCellsValue) {
+  const std::map<std::string, std::string> members{{"use_pdl", "full_nvlink"}, {"variant", "variant"}};
+  const std::set<std::string> values{"numel", "elem_size", "max_blocks", "blocks", "threads", "variant"};
+  HarnessSpec h = planEntryHarness(entryDispatch(), "/x/demo.cuh", kEntryHeader, members, values, 2);
+  EXPECT_NE(h.entry_call.find("static_cast<demo::ipc::Variant>(V(\"variant\")), (c.nv != 0), k.stream)"), std::string::npos)
+      << h.entry_call;
+}
+
+TEST(SelftestHarness, ACellTheHarnessCouldNotRunIsNotRunNotAnError) {
+  auto o = parseHarnessOutput("CELL 2 0 17 SKIP message size not a whole number of elements\n");
+  ASSERT_EQ(o.size(), 1u);
+  EXPECT_EQ(o[0].status, "not run");
+}
+
 TEST(SelftestEntryHarness, APeerViewWithoutAWorkspaceSizeIsRefused) {
   std::string text = kEntryHeader;
   text.replace(text.find("workspace_size"), 14, "scratch_thing");

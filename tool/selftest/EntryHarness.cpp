@@ -97,6 +97,7 @@ class Resolver {
     if (integral && (n == "elem_size" || n == "element_size" || n == "dtype_size")) return "sizeof(" + h_.elem_type + ")";
     if (integral && has(n, "block")) return "k.blocks";
     if (integral && has(n, "thread")) return "512";
+    if (b == "bool" && cfg == "full_nvlink") return "(c.nv != 0)";  // the cell's topology
     if (b == "bool") {
       if (p.has_default) return "";
       h_.notes.push_back(p.name + " of " + fn + ": false (not a value the gate hands down)");
@@ -185,6 +186,10 @@ void cell_line(const Cell& c, const char* status, const std::string& detail) {
 void run_cell(const Cell& c, int ngpu, const std::vector<int>& sms, long timeout_ms) {
   current = &c;
   const int ws = c.ws;
+  if (c.bytes % sizeof(Elem) != 0) {
+    cell_line(c, "SKIP", "message size not a whole number of elements");
+    return;
+  }
   const size_t count = c.bytes / sizeof(Elem), cap = count;
   const size_t alloc = std::max<size_t>(256, (c.bytes + 255) / 256 * 256);
   std::vector<Rank> R(ws);

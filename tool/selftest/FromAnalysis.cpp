@@ -1,3 +1,4 @@
+#include <algorithm>
 #include "selftest/FromAnalysis.h"
 
 #include <filesystem>
@@ -48,6 +49,14 @@ StaticMatrix matrixFromResult(const report::Result& r) {
       c.parts.push_back(sp);
     }
     for (const auto& e : v.examples) {
+      // The harness runs with the environment it was given: an example that
+      // needs a variable the C++ side reads set to some value is not run
+      // (the other cells of the matrix still are).
+      bool cpp_env = false;
+      for (const auto& [name, value] : e.config.env)
+        cpp_env |= value && std::find(r.dispatch.env_reads.begin(), r.dispatch.env_reads.end(), name) !=
+                                r.dispatch.env_reads.end();
+      if (cpp_env) continue;
       StaticExample se;
       se.kind = e.kind == model::LeafKind::Launch ? "launch" : e.kind == model::LeafKind::Throw ? "throw" : "none";
       se.kernel = e.kernel;
@@ -147,6 +156,24 @@ Plan makePlan(const Options& o) {
             values.insert(k);
             if (k == "elem_size" && (elem_size == 0 || v == 2)) elem_size = static_cast<int>(v);
           }
+      // One element type per harness: examples at another element size are
+      // not run (said, never judged with the wrong type).
+      if (entry && elem_size != 0) {
+        std::size_t dropped = 0;
+        for (auto& c : plan.matrix.cells) {
+          auto other = [&](const StaticExample& e) {
+            for (const auto& [k, v] : e.values)
+              if (k == "elem_size" && v != elem_size) return true;
+            return false;
+          };
+          const auto before = c.examples.size();
+          c.examples.erase(std::remove_if(c.examples.begin(), c.examples.end(), other), c.examples.end());
+          dropped += before - c.examples.size();
+        }
+        if (dropped)
+          plan.notes.push_back(std::to_string(dropped) + " example cell(s) at an element size other than " +
+                               std::to_string(elem_size) + " B not run: the harness is built for one element type");
+      }
       HarnessSpec spec = entry ? planEntryHarness(r.dispatch, o.header, text, tgt.cpp.members, values, elem_size)
                                : planHarness(r.dispatch, o.header, text, tgt.cpp.members, o.include_dirs);
       plan.harness_source = generateHarness(spec);

@@ -647,7 +647,7 @@ std::vector<HarnessOutcome> parseHarnessOutput(const std::string& output) {
     std::getline(ls, o.detail);
     o.detail = trim(o.detail);
     o.status = st == "OK" ? "ok" : st == "NO_KERNEL" ? "no kernel ran" : st == "WRONG" ? "wrong sums"
-             : st == "THROW" ? "throws" : st == "HANG" ? "hang" : "error";
+             : st == "THROW" ? "throws" : st == "HANG" ? "hang" : st == "SKIP" ? "not run" : "error";
     out.push_back(std::move(o));
   }
   return out;

@@ -359,7 +359,7 @@ void runHarness(const Options& o, const Plan& plan, const Topology& topo, Phase&
   ph.text << "  harness: " << cu << "\n  calls: " << plan.harness_calls << "\n";
   for (const auto& n : plan.harness_notes) ph.text << "  note: " << n << "\n";
   ph.text << buf;
-  int confirmed = 0, refuted = 0, admitted_bad = 0;
+  int confirmed = 0, refuted = 0, admitted_bad = 0, not_run = 0;
   json rows = json::array();
   for (const auto& oc : outcomes) {
     const StaticCell* sc = findCell(plan.matrix, oc.cell.world_size, oc.cell.full_nvlink);
@@ -388,7 +388,9 @@ void runHarness(const Options& o, const Plan& plan, const Topology& topo, Phase&
       else if (want == "ok" && oc.status == "no kernel ran") judge = "static said launch", ++refuted;
     }
     const bool admitted = sc && sc->admitsSize(oc.cell.bytes);
-    if (admitted && oc.status != "ok") {
+    if (oc.status == "not run") {
+      ++not_run;
+    } else if (admitted && oc.status != "ok") {
       ++admitted_bad;
       ph.failures.push_back(cellLabel(oc.cell.world_size, oc.cell.full_nvlink) + ", " + std::to_string(oc.cell.bytes) +
                             " B (admitted by the gate): " + oc.status + (oc.detail.empty() ? "" : " — " + oc.detail));
@@ -403,7 +405,8 @@ void runHarness(const Options& o, const Plan& plan, const Topology& topo, Phase&
   }
   ph.data["cells"] = rows;
   ph.summary = std::to_string(outcomes.size()) + " cell runs; " + std::to_string(confirmed) + " LG001 confirmed, " +
-               std::to_string(refuted) + " refuted; " + std::to_string(admitted_bad) + " admitted cell(s) without right sums";
+               std::to_string(refuted) + " refuted; " + std::to_string(admitted_bad) + " admitted cell(s) without right sums" +
+               (not_run ? "; " + std::to_string(not_run) + " not run" : "");
   if (admitted_bad) ph.status = "failed";
 }
 
