@@ -147,6 +147,47 @@ TEST(SelectionChain, ArmsInOrderWithTheirAttributesGuardsAndClasses) {
   EXPECT_FALSE(python::extractChain({{"comm.py", kCommunicator}}, {"Other"}, {"all_reduce"}, {}));
 }
 
+// An arm's guard is read as its class's gate only in that shape: a
+// conjunction of `X is not None`, `not X.disabled` and the one guard call,
+// with a direct return. An `or`, a negated guard, another test or a return
+// under a nested `if` is not that gate, and is shown as not known.
+TEST(SelectionChain, OnlyAGuardThatIsTheGateIsReadAsTheGate) {
+  auto ch = python::extractChain({{"comm.py", kCommunicator}}, {"CudaCommunicator"}, {"all_reduce"}, {});
+  ASSERT_TRUE(ch);
+  ASSERT_EQ(ch->arms.size(), 4u);
+  EXPECT_FALSE(ch->arms[0].plain);  // no guard call; a return under a nested if
+  EXPECT_TRUE(ch->arms[1].plain);
+  EXPECT_TRUE(ch->arms[2].plain);   // no `disabled` test: still only the gate
+  EXPECT_TRUE(ch->arms[3].plain);
+  const std::string odd = R"(class CudaCommunicator:
+    def __init__(self):
+        self.ca_comm = CustomAllreduce()
+
+    def all_reduce(self, x):
+        ca = self.ca_comm
+        if ca is None or not ca.should_custom_ar(x):
+            return self.nccl(x)
+        if ca is not None and os.environ.get("USE_CA") == "1" and ca.should_custom_ar(x):
+            return ca.custom_all_reduce(x)
+        if not ca.should_custom_ar(x):
+            return x
+        if (ca is not None) and (ca.should_custom_ar(x)):
+            return ca.custom_all_reduce(x)
+        return x
+)";
+  auto o = python::extractChain({{"comm.py", odd}}, {"CudaCommunicator"}, {"all_reduce"}, {});
+  ASSERT_TRUE(o);
+  ASSERT_EQ(o->arms.size(), 4u);
+  EXPECT_FALSE(o->arms[0].plain);  // or, negated guard
+  EXPECT_FALSE(o->arms[1].plain);  // another test: never where the gate never admits, else not known
+  EXPECT_TRUE(o->arms[1].gate_conjunct);
+  EXPECT_EQ(o->arms[1].extra, "os.environ.get(\"USE_CA\") == \"1\"");
+  EXPECT_FALSE(o->arms[0].gate_conjunct);
+  EXPECT_FALSE(o->arms[2].gate_conjunct);
+  EXPECT_FALSE(o->arms[2].plain);  // negated guard
+  EXPECT_TRUE(o->arms[3].plain);   // parentheses are fine
+}
+
 TEST(SelectionChain, AClassChosenByASelectionFunctionIsMarked) {
   const char* src = R"(
 class GroupCoordinator:

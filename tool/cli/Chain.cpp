@@ -137,6 +137,14 @@ std::vector<ChainVerdict> selectionChains(const std::vector<target::ChainSpec>& 
             if (word.empty()) word = "-";
             if (unknown && st == 0) word = "?", st = -1;
             else if (unknown) word += " (+ a class not analysed)";
+            // A guard that is more than the class's gate (an `or`, another
+            // test, a return under a nested `if`): whether the arm is taken
+            // is not known from the gate alone.
+            const auto& arm = v.chain.arms[a];
+            if (!arm.plain && st != -1 && !(arm.gate_conjunct && st == 0)) {
+              word = "? (its gate: " + word + (arm.gate_conjunct ? "; also needs " + arm.extra : "; the guard is more than the gate") + ")";
+              st = -1;
+            }
             row.arms.push_back(word);
             state.push_back(st);
           }
@@ -215,7 +223,7 @@ nlohmann::json chainJson(const ChainVerdict& v) {
     bool said_unknown = false;
     for (const auto& [cls, idx] : v.arm_units[a])
       if (cls != "?" || !std::exchange(said_unknown, true)) classes.push_back({{"class", cls}, {"analysed", idx >= 0}});
-    arms.push_back({{"attribute", arm.attribute}, {"classes", classes}, {"platform", v.arm_platform[a]}, {"guard", arm.guard}, {"condition", arm.text},
+    arms.push_back({{"attribute", arm.attribute}, {"classes", classes}, {"platform", v.arm_platform[a]}, {"guard", arm.guard}, {"guard_is_the_gate", arm.plain}, {"condition", arm.text},
                     {"returns", arm.result}, {"file", arm.where.file}, {"line", arm.where.line}});
   }
   nlohmann::json rows = nlohmann::json::array();

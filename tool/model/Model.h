@@ -258,6 +258,17 @@ struct ChainArm {
   std::string text;                          // the guard as written (one line, shortened)
   std::string result;                        // what the arm returns or calls ("ca_comm.custom_all_reduce", "\"ca\"")
   Location where;
+  // The arm is taken exactly when the attribute's gate admits: its condition
+  // is a conjunction of `X is not None`, `X`, `not X.disabled` and the one
+  // guard call `X.guard(...)`, and its branch returns directly. Any other
+  // shape (an `or`, a negated guard, another test, a return under a nested
+  // `if`) is shown as not known.
+  bool plain = false;
+  // Not plain, but the guard call is one of the conjuncts of the condition
+  // and the branch returns directly: where the gate never admits, the arm is
+  // never taken; elsewhere it depends on the other tests (`extra`).
+  bool gate_conjunct = false;
+  std::string extra;
 };
 struct SelectionChain {
   std::string class_name, method;

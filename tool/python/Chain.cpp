@@ -158,6 +158,56 @@ class Reader {
     return out;
   }
 
+  // Whether a guard is a conjunction of tests of `attr` that hold exactly when
+  // its gate method admits (see model::ChainArm::plain).
+  // Also: whether the guard call is a conjunct (gate_conjunct), and the
+  // conjuncts that are not tests of `attr` (extra).
+  bool plainGuard(TSNode cond, const std::string& attr, const std::string& guard,
+                  const std::map<std::string, std::string>& aliases, bool& gate_conjunct, std::string& extra) const {
+    int calls = 0;
+    bool other = false;
+    std::function<bool(TSNode)> term = [&](TSNode n) -> bool {
+      DepthGuard g(depth_, f_.path, n);
+      while (is(n, "parenthesized_expression")) n = detail::firstNamed(n);
+      if (is(n, "boolean_operator")) {
+        if (text(field(n, "operator")) != "and") return other = true, false;
+        const bool l = term(field(n, "left"));
+        const bool r = term(field(n, "right"));
+        return l && r;
+      }
+      auto outside = [&]() {
+        extra += (extra.empty() ? "" : " and ") + oneLine(text(n), 60);
+        return false;
+      };
+      if (attrOf(n, aliases) == attr) return true;  // `X`
+      if (is(n, "comparison_operator")) {           // `X is not None`
+        std::vector<TSNode> k = named(n);
+        if (k.size() == 2 && attrOf(k[0], aliases) == attr && is(k[1], "none") &&
+            oneLine(text(n)).find(" is not ") != std::string::npos)
+          return true;
+        return outside();
+      }
+      if (is(n, "not_operator")) {  // `not X.disabled`
+        TSNode a = field(n, "argument");
+        if (is(a, "attribute") && attrOf(field(a, "object"), aliases) == attr && text(field(a, "attribute")) == "disabled")
+          return true;
+        return outside();
+      }
+      if (is(n, "call")) {  // `X.guard(...)`, once
+        TSNode fn = field(n, "function");
+        if (is(fn, "attribute") && attrOf(field(fn, "object"), aliases) == attr && text(field(fn, "attribute")) == guard)
+          return ++calls == 1 || (other = true, false);
+        return outside();
+      }
+      return outside();
+    };
+    if (attr.empty() || guard.empty()) return false;
+    const bool plain = term(cond) && calls == 1;
+    gate_conjunct = !plain && !other && calls == 1;
+    if (!gate_conjunct) extra.clear();
+    return plain;
+  }
+
   // One arm per `if`/`elif` whose branch returns, in order.
   void arms(TSNode body, std::map<std::string, std::string>& aliases,
             const std::map<std::string, std::vector<std::string>>& classes, model::SelectionChain& ch) const {
@@ -220,6 +270,13 @@ class Reader {
             arm.result = arm.attribute + "." + text(field(fn, "attribute"));
         });
         if (auto it = classes.find(arm.attribute); it != classes.end()) arm.implementations = it->second;
+        bool direct = false;
+        for (TSNode k : named(then)) direct |= ts_node_eq(k, ret);
+        bool conj = false;
+        std::string extra;
+        arm.plain = direct && plainGuard(cond, arm.attribute, arm.guard, aliases, conj, extra);
+        arm.gate_conjunct = direct && conj;
+        if (arm.gate_conjunct) arm.extra = extra;
         ch.arms.push_back(std::move(arm));
       }
       if (any && ch.arms.size() > before) after_set = false;  // the fall-through is after the last arm
