@@ -624,6 +624,41 @@ void TraceCollector::recovery(const RecoveryExpr* r) {
 
 // --- member uses in the dispatch's conditions ------------------------------------
 
+// The condition of a precondition check the target names (RuntimeCheck(cond,
+// ...)): a function called with it, or a class constructed from it (SGLang's
+// RuntimeCheck is a struct whose constructor checks: a functional cast, a
+// temporary object or, in a template, an unresolved construct expression).
+const Expr* TraceCollector::preconditionCondition(const Stmt* s) const {
+  if (spec_.preconditions.empty()) return nullptr;
+  auto named = [&](const std::string& n) {
+    return std::find(spec_.preconditions.begin(), spec_.preconditions.end(), n) != spec_.preconditions.end();
+  };
+  auto typeName = [](QualType t) -> std::string {
+    if (t.isNull()) return {};
+    if (auto* ts = t->getAs<TemplateSpecializationType>())
+      if (auto* td = ts->getTemplateName().getAsTemplateDecl()) return td->getNameAsString();
+    if (auto* rd = t->getAsCXXRecordDecl()) return rd->getNameAsString();
+    return {};
+  };
+  if (auto* ce = dyn_cast<CallExpr>(s); ce && ce->getNumArgs() > 0) {
+    std::string callee;
+    if (const FunctionDecl* fd = ce->getDirectCallee()) callee = fd->getNameAsString();
+    else if (auto* ul = dyn_cast<UnresolvedLookupExpr>(ce->getCallee()->IgnoreImpCasts())) callee = ul->getName().getAsString();
+    return named(callee) ? ce->getArg(0) : nullptr;
+  }
+  if (auto* fc = dyn_cast<CXXFunctionalCastExpr>(s); fc && named(typeName(fc->getTypeAsWritten()))) {
+    if (auto* cc = dyn_cast<CXXConstructExpr>(fc->getSubExpr()->IgnoreImplicit()); cc && cc->getNumArgs() > 0)
+      return cc->getArg(0);
+    return fc->getSubExpr();
+  }
+  if (auto* cc = dyn_cast<CXXConstructExpr>(s); cc && cc->getNumArgs() > 0 && cc->getConstructor() &&
+                                                 named(cc->getConstructor()->getParent()->getNameAsString()))
+    return cc->getArg(0);
+  if (auto* uc = dyn_cast<CXXUnresolvedConstructExpr>(s); uc && uc->getNumArgs() > 0 && named(typeName(uc->getTypeAsWritten())))
+    return uc->getArg(0);
+  return nullptr;
+}
+
 void TraceCollector::memberUses(const FunctionDecl* dispatch) {
   std::set<std::tuple<std::string, std::string, int, int>> seen;
   auto scan = [&](const Expr* cond, const char* role = "member-use") {
@@ -660,14 +695,7 @@ void TraceCollector::memberUses(const FunctionDecl* dispatch) {
     else if (auto* w = dyn_cast<WhileStmt>(s)) scan(w->getCond());
     else if (auto* f = dyn_cast<ForStmt>(s)) scan(f->getCond());
     else if (auto* d = dyn_cast<DoStmt>(s)) scan(d->getCond());
-    else if (auto* ce = dyn_cast<CallExpr>(s); ce && ce->getNumArgs() > 0 && !spec_.preconditions.empty()) {
-      // A precondition check the target names (RuntimeCheck(cond, ...)): its condition.
-      std::string callee;
-      if (const FunctionDecl* fd = ce->getDirectCallee()) callee = fd->getNameAsString();
-      else if (auto* ul = dyn_cast<UnresolvedLookupExpr>(ce->getCallee()->IgnoreImpCasts())) callee = ul->getName().getAsString();
-      if (std::find(spec_.preconditions.begin(), spec_.preconditions.end(), callee) != spec_.preconditions.end())
-        scan(ce->getArg(0), "precondition");
-    }
+    else if (const Expr* cond = preconditionCondition(s)) scan(cond, "precondition");
     std::vector<const Stmt*> kids(s->child_begin(), s->child_end());
     for (auto it = kids.rbegin(); it != kids.rend(); ++it) stack.push_back(*it);
   }

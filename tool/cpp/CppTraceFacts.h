@@ -116,6 +116,7 @@ class TraceCollector {
   // --- member uses in the dispatch's conditions ------------------------------------
 
   void memberUses(const FunctionDecl* dispatch);
+  const Expr* preconditionCondition(const Stmt* s) const;
 
   TraceFacts facts;
 
