@@ -36,6 +36,30 @@ fi=$src/fixtures/flashinfer-pcie-ipc-flat4
 build flashinfer-pcie-ipc "$fi/include/flashinfer/comm/pcie_ipc_all_reduce.cuh" "$fi/flashinfer/comm/pcie_ipc_policy.py" flashinfer-pcie-ipc & pids+=($!)
 waitAll
 
+# A JIT entry over tvm-ffi objects (the CustomAllReduceV2 shape): the harness
+# is planned here always; it compiles and links only against tvm-ffi's headers
+# and library, which a lint box has when $LAYERGATE_TVM_FFI names them.
+v2=$src/fixtures/sglang-custom-ar-v2/python/sglang
+out="$tmp/v2"
+if "$lg" selftest --header "$v2/kernels/jit/csrc/distributed/custom_all_reduce.cuh" \
+    --python "$v2/srt/distributed/device_communicators/custom_all_reduce_v2.py" --target sglang-custom-ar-v2 \
+    --emit-harness "$out" > "$out.log" 2>&1 && grep -q 'make_object<host::distributed::WorkspaceObj>' "$out/harness.cu"; then
+  echo "ok: sglang-custom-ar-v2 harness planned"
+  if [ -n "${LAYERGATE_TVM_FFI:-}" ]; then
+    t=$LAYERGATE_TVM_FFI
+    if "$nvcc" -std=c++20 -arch=sm_90 --expt-relaxed-constexpr -I"$out/include" -I"$v2/kernels/jit/include" \
+        -I"$t/include" -I"$t/3rdparty/dlpack/include" -o "$out/harness" "$out/harness.cu" -L"$t/lib" -ltvm_ffi > "$out.nvcc" 2>&1; then
+      echo "ok: sglang-custom-ar-v2 harness compiles and links against $t"
+    else
+      head -40 "$out.nvcc"; echo "FAIL: sglang-custom-ar-v2: the harness does not compile"; fail=1
+    fi
+  else
+    echo "note: sglang-custom-ar-v2 harness not compiled (set LAYERGATE_TVM_FFI to a tvm-ffi prefix)"
+  fi
+else
+  cat "$out.log"; echo "FAIL: sglang-custom-ar-v2: no tvm-ffi harness"; fail=1
+fi
+
 # Thresholds::from_file on the JSON the self-test writes (host code only: runs without a GPU).
 cat > "$tmp/th.json" <<'JSON'
 {

@@ -554,7 +554,7 @@ model::Dispatch entryDispatch() {
 TEST(SelftestEntryHarness, EveryParameterFromTheCellTheRankOrAFactory) {
   const std::map<std::string, std::string> members{{"variant", "variant"}, {"blocks", "blocks"}, {"threads", "threads"}};
   const std::set<std::string> values{"numel", "elem_size", "max_blocks", "blocks", "threads", "variant"};
-  HarnessSpec h = planEntryHarness(entryDispatch(), "/x/demo.cuh", kEntryHeader, members, values, 2);
+  HarnessSpec h = planEntryHarness(entryDispatch(), "/x/demo.cuh", {{"/x/demo.cuh", kEntryHeader}}, members, values, {}, 2);
   EXPECT_TRUE(h.entry);
   EXPECT_EQ(h.elem_type, "__half");
   EXPECT_EQ(h.dispatch, "demo::ipc::all_reduce");
@@ -582,7 +582,7 @@ TEST(SelftestEntryHarness, EveryParameterFromTheCellTheRankOrAFactory) {
 TEST(SelftestEntryHarness, AFlagMappedToTheTopologyTakesTheCellsValue) {
   const std::map<std::string, std::string> members{{"use_pdl", "full_nvlink"}, {"variant", "variant"}};
   const std::set<std::string> values{"numel", "elem_size", "max_blocks", "blocks", "threads", "variant"};
-  HarnessSpec h = planEntryHarness(entryDispatch(), "/x/demo.cuh", kEntryHeader, members, values, 2);
+  HarnessSpec h = planEntryHarness(entryDispatch(), "/x/demo.cuh", {{"/x/demo.cuh", kEntryHeader}}, members, values, {}, 2);
   EXPECT_NE(h.entry_call.find("static_cast<demo::ipc::Variant>(V(\"variant\")), (c.nv != 0), k.stream)"), std::string::npos)
       << h.entry_call;
 }
@@ -597,7 +597,8 @@ TEST(SelftestEntryHarness, APeerViewWithoutAWorkspaceSizeIsRefused) {
   std::string text = kEntryHeader;
   text.replace(text.find("workspace_size"), 14, "scratch_thing");
   try {
-    planEntryHarness(entryDispatch(), "/x/demo.cuh", text, {}, {"numel", "elem_size", "max_blocks", "blocks", "threads", "variant"}, 2);
+    planEntryHarness(entryDispatch(), "/x/demo.cuh", {{"/x/demo.cuh", text}}, {},
+                     {"numel", "elem_size", "max_blocks", "blocks", "threads", "variant"}, {}, 2);
     FAIL() << "expected a HarnessError";
   } catch (const HarnessError& e) {
     EXPECT_NE(std::string(e.what()).find("no function that gives a rank's workspace size"), std::string::npos) << e.what();
@@ -616,7 +617,7 @@ TEST(SelftestEntryHarness, ATvmFfiObjectIsNamedAsWhatIsMissing) {
     d.params.push_back(p);
   }
   try {
-    planEntryHarness(d, "/x/v2.cuh", "namespace {}", {}, {}, 0);
+    planEntryHarness(d, "/x/v2.cuh", {{"/x/v2.cuh", "namespace {}"}}, {}, {}, {}, 0);
     FAIL() << "expected a HarnessError";
   } catch (const HarnessError& e) {
     EXPECT_NE(std::string(e.what()).find("'CommunicatorRef ref' of run has no role"), std::string::npos) << e.what();
@@ -659,7 +660,8 @@ TEST(SelftestEntryHarness, ThePlannedGapOfTheFixtureIsACellWithItsValues) {
   target::Target t = driver::selectTarget("", "flashinfer-pcie-ipc");
   std::set<std::string> names;
   for (const auto& [k, x] : gap->values) names.insert(k);
-  HarnessSpec h = planEntryHarness(r.dispatch, req.cpp_files[0], slurp(req.cpp_files[0]), t.cpp.members, names, 2);
+  HarnessSpec h = planEntryHarness(r.dispatch, req.cpp_files[0], {{req.cpp_files[0], slurp(req.cpp_files[0])}},
+                                   t.cpp.members, names, {}, 2);
   EXPECT_NE(h.entry_call.find("fixture_ipc::all_reduce<__half>("), std::string::npos) << h.entry_call;
   EXPECT_NE(h.entry_call.find("static_cast<fixture_ipc::Variant>(V(\"variant\"))"), std::string::npos) << h.entry_call;
   EXPECT_TRUE(h.slab_bytes.empty());
@@ -688,4 +690,123 @@ TEST(SelftestProcess, ExitStatusOutputAndMissingPrograms) {
   ChildResult m = runChild({"/nonexistent/layergate_allreduce_check"}, 10);
   EXPECT_FALSE(m.started);
   EXPECT_NE(m.error.find("No such file"), std::string::npos);
+}
+
+// A JIT entry over tvm-ffi objects (the CustomAllReduceV2 shape, our fixture):
+// the examples carry the algorithm's name; the harness builds the workspace
+// object with its own constructor over buffers shaped as that constructor
+// checks them, instantiates the entry per world size and reads the tensor it
+// returns.
+TEST(SelftestEntryHarness, ATvmFfiEntryBuildsItsObjectFromTheConstructorsShapes) {
+  const std::string dir = kFixtures + "/sglang-custom-ar-v2/python/sglang";
+  const std::string jit = dir + "/kernels/jit";
+  driver::Request req;
+  req.target = "sglang-custom-ar-v2";
+  req.want_examples = [](const model::Gate&, const model::Dispatch&) { return true; };
+  req.python_files = {dir + "/srt/distributed/device_communicators/custom_all_reduce_v2.py"};
+  req.cpp_files = {jit + "/csrc/distributed/custom_all_reduce.cuh"};
+  report::Result r = driver::analyse(req);
+  StaticMatrix m = matrixFromJson(toJson(matrixFromResult(r)));  // through the plan's JSON
+  std::set<std::string> algos;
+  for (const auto& c : harnessCells(m, false)) {
+    ASSERT_EQ(c.texts.size(), 1u) << c.arg();
+    algos.insert(c.texts[0].second);
+    EXPECT_NE(c.arg().find(",algo=" + c.texts[0].second), std::string::npos) << c.arg();
+  }
+  EXPECT_EQ(algos, (std::set<std::string>{"pull", "push"}));
+  ASSERT_EQ(r.dispatch.class_template_params.size(), 2u);
+  EXPECT_EQ(r.dispatch.class_template_params[1].kind, "int");
+  const std::vector<SourceText> sources{
+      {req.cpp_files[0], slurp(req.cpp_files[0])},
+      {jit + "/include/sgl_kernel/distributed/workspace.cuh", slurp(jit + "/include/sgl_kernel/distributed/workspace.cuh")},
+      {jit + "/csrc/distributed/workspace.cuh", slurp(jit + "/csrc/distributed/workspace.cuh")}};
+  target::Target t = driver::selectTarget("", "sglang-custom-ar-v2");
+  HarnessSpec h = planEntryHarness(r.dispatch, req.cpp_files[0], sources, t.cpp.members, {"push_bytes", "pull_bytes"},
+                                   {"algo"}, 0);
+  EXPECT_TRUE(h.tvm_ffi);
+  EXPECT_TRUE(h.ws_template);
+  EXPECT_TRUE(h.entry_returns_tensor);
+  EXPECT_EQ(h.entry_call, "lgh::ffi_result(k, AllReduceKernel<float, LG_WS>::run(lg_comm, lg_in, std::string(T(\"algo\"))));");
+  ASSERT_EQ(h.extra_includes.size(), 1u);
+  EXPECT_EQ(h.extra_includes[0], jit + "/csrc/distributed/workspace.cuh");
+  ASSERT_EQ(h.buffer_stmts.size(), 3u);
+  EXPECT_NE(h.buffer_stmts[0].find("const int64_t push_bytes = static_cast<int64_t>(V(\"push_bytes\"));"), std::string::npos)
+      << h.buffer_stmts[0];
+  EXPECT_NE(h.buffer_stmts[0].find("lgh::make_buffer(k, \"push_buffers\", std::vector<int64_t>{static_cast<int64_t>(push_bytes)}, sizeof(uint8_t));"),
+            std::string::npos)
+      << h.buffer_stmts[0];
+  EXPECT_NE(h.buffer_stmts[2].find("const int64_t world_size = static_cast<int64_t>(ws);"), std::string::npos);
+  EXPECT_NE(h.buffer_stmts[2].find("{static_cast<int64_t>(world_size + 1)}, sizeof(uint32_t)"), std::string::npos)
+      << h.buffer_stmts[2];
+  EXPECT_NE(h.buffer_stmts[2].find("using namespace host::distributed;"), std::string::npos);
+  bool built = false;
+  for (const auto& l : h.entry_locals)
+    built |= l.find("ObjectRefFromObjectPtr<host::distributed::WorkspaceRef>(tvm::ffi::make_object<host::distributed::"
+                    "WorkspaceObj>(r, ws, lg_push_buffers, lg_pull_buffers, lg_flags))") != std::string::npos;
+  EXPECT_TRUE(built);
+  h.world_sizes = {2, 4};
+  const std::string cu = generateEntryHarness(h);
+  EXPECT_NE(cu.find("case 4: { [[maybe_unused]] constexpr int LG_WS = 4;"), std::string::npos);
+  EXPECT_EQ(cu.find("case 3:"), std::string::npos);
+  EXPECT_NE(cu.find("#include \"" + jit + "/csrc/distributed/workspace.cuh\""), std::string::npos);
+  EXPECT_NE(cu.find("lgh::ffi_enter(k);"), std::string::npos);
+  EXPECT_NE(cu.find("lgh::make_pool(k, c.bytes, r == 0);"), std::string::npos);
+  for (const char* p : {"LGH_FFI", "LGH_BUFFERS", "LGH_BEFORE_CALL", "LGH_CALL"}) EXPECT_EQ(cu.find(p), std::string::npos) << p;
+}
+
+// A constructor whose tensor has no shape check cannot be sized: said.
+TEST(SelftestEntryHarness, AnObjectTensorWithoutAShapeCheckIsRefused) {
+  const char* decl = R"(
+namespace lib {
+struct BoxObj : public tvm::ffi::Object {
+  BoxObj(uint32_t rank, std::vector<TensorView> peers);
+};
+struct BoxRef : public tvm::ffi::ObjectRef {
+  TVM_FFI_DEFINE_OBJECT_REF_METHODS_NOTNULLABLE(BoxRef, tvm::ffi::ObjectRef, BoxObj);
+};
+}
+)";
+  const char* def = "namespace lib { inline BoxObj::BoxObj(uint32_t rank, std::vector<TensorView> peers) { } }";
+  model::Dispatch d;
+  d.function = "run";
+  for (auto [t, n] : std::vector<std::pair<std::string, std::string>>{{"BoxRef", "box"}, {"tvm::ffi::Tensor", "in"}}) {
+    model::CppParam p;
+    p.type = t;
+    p.name = n;
+    d.params.push_back(p);
+  }
+  try {
+    planEntryHarness(d, "/x/e.cuh", {{"/x/e.cuh", "void run(BoxRef box, tvm::ffi::Tensor in);"}, {"/x/box.h", decl}, {"/x/box.cuh", def}},
+                     {}, {}, {}, 0);
+    FAIL() << "expected a HarnessError";
+  } catch (const HarnessError& e) {
+    EXPECT_NE(std::string(e.what()).find("the shape of peers (BoxObj's constructor) is not checked by a TensorMatcher in /x/box.cuh"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(SelftestPlan, TextValuesTravelAndABadOneIsRefused) {
+  StaticMatrix m;
+  StaticCell c;
+  c.world_size = 2;
+  c.full_nvlink = true;
+  c.gate = "admitted";
+  StaticExample e;
+  e.kind = "throw";
+  e.bytes = 32;
+  e.values = {{"push_bytes", 16}};
+  e.texts = {{"algo", "1shot_push"}};
+  c.examples.push_back(e);
+  m.cells.push_back(c);
+  StaticMatrix back = matrixFromJson(toJson(m));
+  ASSERT_EQ(back.cells.size(), 1u);
+  ASSERT_EQ(back.cells[0].examples.size(), 1u);
+  EXPECT_EQ(back.cells[0].examples[0].texts, e.texts);
+  EXPECT_EQ(harnessCells(back, false).at(0).arg(), "2:1:32:push_bytes=16,algo=1shot_push");
+  nlohmann::json j = toJson(m);
+  j["cells"][0]["examples"][0]["texts"]["algo"] = "two words";
+  EXPECT_THROW(matrixFromJson(j), std::runtime_error);
+  EXPECT_FALSE(passableText("a,b"));
+  EXPECT_TRUE(passableText("2shot_pull"));
 }

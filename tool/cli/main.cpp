@@ -304,6 +304,10 @@ int main(int argc, char** argv) {
   st->add_option("--kernels-dir", so.kernels_dir, "Where layergate_allreduce_check and _bench are (default: beside layergate, or the build tree)")
       ->type_name("DIR");
   st->add_option("--nvcc", so.nvcc, "nvcc for the --header harness (default: $NVCC, /usr/local/cuda/bin/nvcc, PATH)")->type_name("PATH");
+  st->add_option("--tvm-ffi", so.tvm_ffi,
+                 "tvm-ffi for a harness around a JIT entry: a prefix with include/ and lib/libtvm_ffi.so (default: "
+                 "$LAYERGATE_TVM_FFI, or python3's tvm_ffi package)")
+      ->type_name("PREFIX");
   st->add_option("--work-dir", so.work_dir, "Where the harness is written and built (default: a new temporary directory)")->type_name("DIR");
   st->add_option("--thresholds-out", so.thresholds_out, "Where the fitted thresholds (JSON) are written")->capture_default_str();
   st->add_option("--skip", so.skip, "Leave out a phase")->check(CLI::IsMember({"proof", "standin", "speed", "harness"}))->allow_extra_args(false);

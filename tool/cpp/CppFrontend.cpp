@@ -195,6 +195,9 @@ class Consumer : public SemaConsumer {
           job_.result.dispatch.is_template = chosen->getDescribedFunctionTemplate() != nullptr ||
                                              chosen->isTemplateInstantiation() || chosen->isDependentContext();
           if (auto* md = dyn_cast<CXXMethodDecl>(chosen)) job_.result.dispatch.is_static = md->isStatic();
+          job_.result.dispatch.template_params = detail::templateParams(chosen->getDescribedFunctionTemplate());
+          if (auto* rd = dyn_cast<CXXRecordDecl>(chosen->getDeclContext()))
+            job_.result.dispatch.class_template_params = detail::templateParams(rd->getDescribedClassTemplate());
           for (const DeclContext* dc = chosen->getDeclContext(); dc; dc = dc->getParent())
             if (auto* nd = dyn_cast<NamespaceDecl>(dc); nd && !nd->isAnonymousNamespace())
               job_.result.dispatch.ns = nd->getNameAsString() + (job_.result.dispatch.ns.empty() ? "" : "::") +

@@ -9,6 +9,7 @@
 
 #include <tuple>
 
+#include "clang/AST/DeclTemplate.h"
 #include "clang/AST/StmtCXX.h"
 #include "cpp/DispatchWalkerImpl.h"
 #include "cpp/FixFacts.h"
@@ -675,6 +676,19 @@ m::Dispatch Walker::run(const FunctionDecl* fd) {
 
 // The entry points (cpp/DispatchWalker.h).
 using namespace walker;
+
+std::vector<model::Dispatch::TemplateParam> templateParams(const TemplateDecl* td) {
+  std::vector<model::Dispatch::TemplateParam> out;
+  if (!td || !td->getTemplateParameters()) return out;
+  for (const NamedDecl* p : *td->getTemplateParameters()) {
+    std::string kind = "other";
+    if (isa<TemplateTypeParmDecl>(p)) kind = "type";
+    else if (auto* nt = dyn_cast<NonTypeTemplateParmDecl>(p))
+      kind = nt->getType()->isBooleanType() ? "bool" : nt->getType()->isIntegralOrEnumerationType() ? "int" : "other";
+    out.push_back({p->getNameAsString(), kind});
+  }
+  return out;
+}
 
 bool bodyLaunches(ASTContext& ctx, const FunctionDecl* fd, const WalkOptions& opts) {
   target::CppDispatchSpec none;

@@ -18,6 +18,7 @@ namespace clang {
 class ASTContext;
 class FunctionDecl;
 class SourceLocation;
+class TemplateDecl;
 }  // namespace clang
 
 namespace layergate::cpp::detail {
@@ -36,6 +37,9 @@ struct WalkOptions {
 // Whether fd's body (or the bodies of user functions it calls) launches a
 // kernel.
 bool bodyLaunches(clang::ASTContext& ctx, const clang::FunctionDecl* fd, const WalkOptions& opts);
+
+// The parameters of a template (null: none), as the model names their kinds.
+std::vector<model::Dispatch::TemplateParam> templateParams(const clang::TemplateDecl* td);
 
 model::Dispatch walkDispatch(clang::ASTContext& ctx, const clang::FunctionDecl* fd,
                              const target::CppDispatchSpec& spec, const WalkOptions& opts);

@@ -324,6 +324,12 @@ struct Dispatch {
   std::string ns;
   bool is_template = false;
   bool is_static = false;
+  // Template parameters, in order, of the function and of its class ("type",
+  // "bool", "int" or "other"): a harness instantiates them.
+  struct TemplateParam {
+    std::string name, kind;
+  };
+  std::vector<TemplateParam> template_params, class_template_params;
   std::vector<Leaf> leaves;
   std::vector<OpaqueSymbol> opaques;
   std::vector<std::string> env_reads;   // std::getenv names
@@ -356,6 +362,8 @@ struct Config {
   // Other config variables the gate reads or hands down (a policy's inputs
   // and outputs: numel, variant, blocks) -> value.
   std::vector<std::pair<std::string, std::int64_t>> values;
+  // The same for text values the gate hands down (an algorithm's name).
+  std::vector<std::pair<std::string, std::string>> texts;
 };
 
 // Inclusive range of message sizes (bytes); hi < 0 means no upper bound.

@@ -4,9 +4,12 @@
 // method of a class the harness constructs (Harness.h).
 //
 // Takes: the C++ frontend's Dispatch (the function's parameters as written,
-// its namespace), the header's text (the namespace-scope functions that build
-// the objects it takes, and the one that sizes a rank's shared workspace),
-// the target's member map and the names of the values the gate hands down.
+// its namespace, its and its class's template parameters), the header's text
+// (the namespace-scope functions that build the objects it takes, and the one
+// that sizes a rank's shared workspace) and the files around it (FfiObjects.h:
+// the tvm-ffi objects a JIT entry takes, built from their constructors), the
+// target's member map and the names of the values the gate hands down
+// (integers, and texts such as an algorithm's name).
 // Returns: a HarnessSpec with `entry` set (every parameter given an
 // expression, or a HarnessError naming the one that has none) and its
 // generated source. Each cell the harness runs is one example configuration
@@ -20,14 +23,18 @@
 #include <string>
 
 #include "model/Model.h"
+#include "selftest/FfiObjects.h"
 #include "selftest/Harness.h"
 
 namespace layergate::selftest {
 
 // elem_size: the element size the examples hand down (2: __half), 0: float.
+// sources: the header's text first, then the files around it (may be just the header).
 HarnessSpec planEntryHarness(const model::Dispatch& dispatch, const std::string& header_path,
-                             const std::string& header_text, const std::map<std::string, std::string>& member_config,
-                             const std::set<std::string>& value_names, int elem_size);
+                             const std::vector<SourceText>& sources,
+                             const std::map<std::string, std::string>& member_config,
+                             const std::set<std::string>& value_names, const std::set<std::string>& text_names,
+                             int elem_size);
 
 std::string generateEntryHarness(const HarnessSpec& spec);
 

@@ -1,10 +1,12 @@
-#include <algorithm>
 #include "selftest/FromAnalysis.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <regex>
 #include <set>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -62,6 +64,7 @@ StaticMatrix matrixFromResult(const report::Result& r) {
       se.kernel = e.kernel;
       se.bytes = e.config.nbytes.value_or(0);
       se.values = e.config.values;
+      se.texts = e.config.texts;
       se.env = solve::describeEnv(e.config.env);
       c.examples.push_back(std::move(se));
     }
@@ -75,13 +78,80 @@ namespace {
 bool entryDispatch(const model::Dispatch& d) { return d.class_name.empty() || d.is_static; }
 
 // The integers the gate reads or hands down besides the world size and the
-// message size (a policy's inputs and outputs).
-std::set<std::string> handedDown(const model::Gate& g) {
+// message size (a policy's inputs and outputs), or (texts) the strings it
+// hands down (an algorithm's name).
+std::set<std::string> handedDown(const model::Gate& g, bool texts = false) {
   std::set<std::string> out;
   for (const auto& v : model::varsOf(g.predicate()))
-    if (v.kind == model::VarKind::Config && v.sort == model::Sort::Int && v.name != model::kWorldSize &&
-        v.name != model::kNbytes && model::envNameOf(v.name).empty())
+    if (v.kind == model::VarKind::Config && v.sort == (texts ? model::Sort::Str : model::Sort::Int) &&
+        v.name != model::kWorldSize && v.name != model::kNbytes && model::envNameOf(v.name).empty())
       out.insert(v.name);
+  return out;
+}
+
+// The target's include directories (relative to the checkout root, some
+// directory above the header): each looked up from the header's directory
+// upwards, nearest first.
+std::vector<std::string> targetIncludeDirs(const std::string& header, const std::vector<std::string>& rel) {
+  std::vector<std::string> out;
+  for (const auto& r : rel)
+    for (fs::path d = fs::absolute(header).lexically_normal().parent_path();; d = d.parent_path()) {
+      if (fs::is_directory(d / r)) {
+        out.push_back((d / r).lexically_normal().string());
+        break;
+      }
+      if (d == d.parent_path()) break;
+    }
+  return out;
+}
+
+// The header first, then the files around it: those its includes name (beside
+// it or under the include directories, three levels deep) and the other
+// sources of its directory (an object's constructor defined out of line).
+std::vector<SourceText> headerSet(const std::string& header, const std::vector<std::string>& include_dirs) {
+  std::vector<SourceText> out;
+  std::set<std::string> seen;
+  auto add = [&](const fs::path& p) {
+    const std::string key = fs::absolute(p).lexically_normal().string();
+    if (out.size() >= 96 || !seen.insert(key).second || !fs::is_regular_file(p)) return false;
+    try {
+      out.push_back({key, driver::readSource(key, 2u << 20)});
+    } catch (const std::exception&) {
+      return false;
+    }
+    return true;
+  };
+  add(header);
+  static const std::regex inc("^\\s*#\\s*include\\s*[<\"]([^>\"]+)[>\"]");
+  std::size_t level_begin = 0;
+  for (int depth = 0; depth < 3; ++depth) {
+    const std::size_t level_end = out.size();
+    for (std::size_t i = level_begin; i < level_end; ++i) {
+      const fs::path dir = fs::path(out[i].path).parent_path();
+      std::istringstream lines(out[i].text);
+      for (std::string line; std::getline(lines, line);) {
+        std::smatch m;
+        if (!std::regex_search(line, m, inc)) continue;
+        const std::string name = m[1].str();
+        if (fs::exists(dir / name)) add(dir / name);
+        else
+          for (const auto& d : include_dirs)
+            if (fs::exists(fs::path(d) / name)) {
+              add(fs::path(d) / name);
+              break;
+            }
+      }
+    }
+    level_begin = level_end;
+  }
+  std::error_code ec;
+  std::vector<fs::path> siblings;
+  for (const auto& e : fs::directory_iterator(fs::path(header).parent_path(), ec)) {
+    const std::string ext = e.path().extension().string();
+    if (ext == ".cuh" || ext == ".h" || ext == ".hpp" || ext == ".cu") siblings.push_back(e.path());
+  }
+  std::sort(siblings.begin(), siblings.end());
+  for (const auto& s : siblings) add(s);
   return out;
 }
 
@@ -124,12 +194,15 @@ Plan makePlan(const Options& o) {
     driver::Request req = base;
     target::Target tgt = driver::selectTarget(o.rules_dir, o.target);
     const std::string text = driver::readSource(o.header, 8u << 20);
+    std::vector<std::string> include_dirs = o.include_dirs;
+    for (const auto& d : targetIncludeDirs(o.header, tgt.cpp.include_dirs)) include_dirs.push_back(d);
+    std::vector<SourceText> sources = headerSet(o.header, include_dirs);
     // A dispatch called with what the gate hands down needs one example
     // configuration per leaf; worked out only when a harness can call it.
     req.want_examples = [&](const model::Gate& g, const model::Dispatch& d) {
       if (!entryDispatch(d)) return false;
       try {
-        planEntryHarness(d, o.header, text, tgt.cpp.members, handedDown(g), 0);
+        planEntryHarness(d, o.header, sources, tgt.cpp.members, handedDown(g), handedDown(g, true), 0);
         return true;
       } catch (const HarnessError&) {
         return false;
@@ -148,14 +221,38 @@ Plan makePlan(const Options& o) {
       // A class the harness constructs (v1), or a function called with what
       // the gate hands down (a policy's launch config).
       const bool entry = entryDispatch(r.dispatch);
-      std::set<std::string> values;
+      std::set<std::string> values, texts;
+      std::set<int> world_sizes;
       int elem_size = 0;
       for (const auto& c : m.cells)
-        for (const auto& e : c.examples)
+        for (const auto& e : c.examples) {
+          world_sizes.insert(c.world_size);
+          for (const auto& [k, t] : e.texts) texts.insert(k);
           for (const auto& [k, v] : e.values) {
             values.insert(k);
             if (k == "elem_size" && (elem_size == 0 || v == 2)) elem_size = static_cast<int>(v);
           }
+        }
+      // A text value (an algorithm's name) travels in the harness's argument:
+      // one it cannot carry is not run (said).
+      {
+        std::size_t dropped = 0;
+        for (auto& c : plan.matrix.cells) {
+          const auto before = c.examples.size();
+          c.examples.erase(std::remove_if(c.examples.begin(), c.examples.end(),
+                                          [](const StaticExample& e) {
+                                            for (const auto& [k, t] : e.texts)
+                                              if (!passableText(t)) return true;
+                                            return false;
+                                          }),
+                           c.examples.end());
+          dropped += before - c.examples.size();
+        }
+        if (dropped)
+          plan.notes.push_back(std::to_string(dropped) +
+                               " example cell(s) not run: a text value they hand down has characters other than "
+                               "letters, digits, '_', '.' and '-'");
+      }
       // One element type per harness: examples at another element size are
       // not run (said, never judged with the wrong type).
       if (entry && elem_size != 0) {
@@ -174,9 +271,16 @@ Plan makePlan(const Options& o) {
           plan.notes.push_back(std::to_string(dropped) + " example cell(s) at an element size other than " +
                                std::to_string(elem_size) + " B not run: the harness is built for one element type");
       }
-      HarnessSpec spec = entry ? planEntryHarness(r.dispatch, o.header, text, tgt.cpp.members, values, elem_size)
+      HarnessSpec spec = entry ? planEntryHarness(r.dispatch, o.header, sources, tgt.cpp.members, values, texts, elem_size)
                                : planHarness(r.dispatch, o.header, text, tgt.cpp.members, o.include_dirs);
+      spec.world_sizes.assign(world_sizes.begin(), world_sizes.end());
       plan.harness_source = generateHarness(spec);
+      // How the header is compiled: the target's standard, macros and include
+      // directories; tvm-ffi's headers and library where the entry takes its objects.
+      if (!tgt.cpp.std.empty()) plan.harness_std = tgt.cpp.std;
+      plan.harness_defines = tgt.cpp.defines;
+      plan.harness_include_dirs = targetIncludeDirs(o.header, tgt.cpp.include_dirs);
+      plan.harness_tvm_ffi = spec.tvm_ffi;
       plan.harness_shims = spec.shims;
       plan.harness_calls = spec.describe();
       plan.harness_notes = spec.notes;

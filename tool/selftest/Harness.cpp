@@ -286,6 +286,8 @@ std::string HarnessCell::arg() const {
   std::string a = std::to_string(world_size) + ":" + (full_nvlink ? "1" : "0") + ":" + std::to_string(bytes);
   for (size_t i = 0; i < values.size(); ++i)
     a += (i ? "," : ":") + values[i].first + "=" + std::to_string(values[i].second);
+  for (size_t i = 0; i < texts.size(); ++i)
+    a += (i || !values.empty() ? "," : ":") + texts[i].first + "=" + texts[i].second;
   return a;
 }
 

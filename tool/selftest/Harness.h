@@ -95,6 +95,18 @@ struct HarnessSpec {
   std::string entry_call;                  // the call, returning a cudaError_t or void
   bool entry_returns_error = false;        // the call returns cudaError_t
   std::vector<std::string> values;         // the handed-down values the call reads
+  // A JIT entry over tvm-ffi objects (FfiObjects.h): the harness includes
+  // tvm-ffi and links libtvm_ffi; buffers its objects' constructors check are
+  // allocated per rank before any rank runs (buffer_stmts); the entry's own
+  // tensors come from a per-rank pool; a returned tensor is the output.
+  bool tvm_ffi = false;
+  std::vector<std::string> extra_includes;  // e.g. the file defining an object's constructor
+  std::vector<std::string> buffer_stmts;    // per rank, before the calls
+  bool entry_returns_tensor = false;
+  // A template argument that is the world size (kWorldSize): the call is
+  // instantiated once per world size here (LG_WS in entry_call).
+  bool ws_template = false;
+  std::vector<int> world_sizes;
   std::string describe() const;  // one paragraph: what the harness calls, with roles
 };
 
@@ -121,7 +133,9 @@ struct HarnessCell {
   std::vector<std::pair<std::string, std::int64_t>> values;
   std::string expect;
   std::string leaf;
-  std::string arg() const;  // "4:0:8192", with values "4:0:524288:blocks=2,variant=3"
+  std::vector<std::pair<std::string, std::string>> texts;  // text values: "algo" -> "1shot_push"
+  // "4:0:8192", with values "4:0:524288:blocks=2,variant=3" (texts after them: ",algo=1shot_push")
+  std::string arg() const;
 };
 
 // What a harness run printed for one cell.

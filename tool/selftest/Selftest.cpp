@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -31,7 +32,9 @@ json planJson(const Plan& p) {
   if (p.has_static) j["static"] = toJson(p.matrix);
   if (!p.header.empty()) {
     j["harness"] = {{"header", p.header}, {"source", p.harness_source}, {"shims", p.harness_shims},
-                    {"calls", p.harness_calls}, {"notes", p.harness_notes}, {"error", p.harness_error}};
+                    {"calls", p.harness_calls}, {"notes", p.harness_notes}, {"error", p.harness_error},
+                    {"std", p.harness_std}, {"defines", p.harness_defines}, {"include_dirs", p.harness_include_dirs},
+                    {"tvm_ffi", p.harness_tvm_ffi}};
   }
   return j;
 }
@@ -52,6 +55,16 @@ Plan planFromJson(const json& j) {
     p.harness_calls = h.value("calls", "");
     p.harness_notes = h.value("notes", std::vector<std::string>{});
     p.harness_error = h.value("error", "");
+    p.harness_std = h.value("std", "");
+    p.harness_defines = h.value("defines", std::vector<std::string>{});
+    p.harness_include_dirs = h.value("include_dirs", std::vector<std::string>{});
+    p.harness_tvm_ffi = h.value("tvm_ffi", false);
+    // Flags go to nvcc: a plan from elsewhere names a standard and macros, nothing else.
+    static const std::regex std_ok("c\\+\\+[0-9a-z]+"), define_ok("[A-Za-z_][A-Za-z0-9_]*(=[A-Za-z0-9_.+-]*)?");
+    if (!p.harness_std.empty() && !std::regex_match(p.harness_std, std_ok))
+      throw std::runtime_error("harness.std: expected a C++ standard such as c++20, got " + p.harness_std);
+    for (const auto& d : p.harness_defines)
+      if (!std::regex_match(d, define_ok)) throw std::runtime_error("harness.defines: not a macro definition: " + d);
   }
   return p;
 }
@@ -78,7 +91,7 @@ std::vector<HarnessCell> harnessCells(const StaticMatrix& m, bool quick) {
       if (quick && e.kind == "launch" && launch_seen) continue;
       launch_seen |= e.kind == "launch";
       HarnessCell h{c.world_size, c.full_nvlink, e.bytes, e.values,
-                    e.kind == "launch" ? "ok" : e.kind == "throw" ? "throws" : "no kernel ran", e.kernel};
+                    e.kind == "launch" ? "ok" : e.kind == "throw" ? "throws" : "no kernel ran", e.kernel, e.texts};
       cells.push_back(std::move(h));
     }
   }
@@ -304,11 +317,30 @@ void runHarness(const Options& o, const Plan& plan, const Topology& topo, Phase&
   int cc = topo.gpus.empty() ? 90 : topo.gpus[0].cc;
   // The flags SGLang's and vLLM's builds pass: some vLLM-family headers call
   // constexpr host functions from device code and use __device__ lambdas.
-  std::vector<std::string> argv{nvcc, "-std=c++17", "-O2", "-arch=sm_" + std::to_string(cc),
-                                "--expt-relaxed-constexpr", "--expt-extended-lambda", "-I" + dir + "/include",
+  std::vector<std::string> argv{nvcc, "-std=" + (plan.harness_std.empty() ? std::string("c++17") : plan.harness_std),
+                                "-O2", "-arch=sm_" + std::to_string(cc), "--expt-relaxed-constexpr",
+                                "--expt-extended-lambda", "-I" + dir + "/include",
                                 "-I" + fs::path(plan.header).parent_path().string()};
+  for (const auto& d : plan.harness_defines) argv.push_back("-D" + d);
+  for (const auto& i : plan.harness_include_dirs) argv.push_back("-I" + i);
   for (const auto& i : o.include_dirs) argv.push_back("-I" + i);
+  std::vector<std::string> link;
+  if (plan.harness_tvm_ffi) {
+    const std::string prefix = findTvmFfi(o);
+    if (prefix.empty()) {
+      ph.status = "failed";
+      ph.summary = "the harness calls a JIT entry over tvm-ffi objects and needs tvm-ffi (include/ and lib/libtvm_ffi.so): "
+                   "pass --tvm-ffi PREFIX or set $LAYERGATE_TVM_FFI (pip's apache-tvm-ffi: the tvm_ffi package directory)";
+      ph.failures.push_back(ph.summary);
+      return;
+    }
+    argv.push_back("-I" + prefix + "/include");
+    if (fs::is_directory(prefix + "/3rdparty/dlpack/include")) argv.push_back("-I" + prefix + "/3rdparty/dlpack/include");
+    link = {"-L" + prefix + "/lib", "-ltvm_ffi", "-Xlinker", "-rpath=" + prefix + "/lib"};
+    ph.data["tvm_ffi"] = prefix;
+  }
   argv.insert(argv.end(), {"-o", exe, cu});
+  argv.insert(argv.end(), link.begin(), link.end());
   progress("your dispatch: compiling the harness with " + nvcc + " (sm_" + std::to_string(cc) + ")");
   ChildResult c = runChild(argv, 600);
   ph.data["harness"] = cu;
@@ -359,7 +391,7 @@ void runHarness(const Options& o, const Plan& plan, const Topology& topo, Phase&
   ph.text << "  harness: " << cu << "\n  calls: " << plan.harness_calls << "\n";
   for (const auto& n : plan.harness_notes) ph.text << "  note: " << n << "\n";
   ph.text << buf;
-  int confirmed = 0, refuted = 0, admitted_bad = 0, not_run = 0;
+  int confirmed = 0, confirmed_throws = 0, refuted = 0, admitted_bad = 0, not_run = 0;
   json rows = json::array();
   for (const auto& oc : outcomes) {
     const StaticCell* sc = findCell(plan.matrix, oc.cell.world_size, oc.cell.full_nvlink);
@@ -370,10 +402,12 @@ void runHarness(const Options& o, const Plan& plan, const Topology& topo, Phase&
       // An example configuration: the static side said which leaf it reaches.
       std::string vals;
       for (const auto& [k, v] : oc.cell.values) vals += (vals.empty() ? "" : " ") + k + "=" + std::to_string(v);
+      for (const auto& [k, t] : oc.cell.texts) vals += (vals.empty() ? "" : " ") + k + "=" + t;
       const bool gap = oc.cell.expect != "ok";
       verdict = (oc.cell.expect == "ok" ? "launch " + oc.cell.leaf
                  : oc.cell.expect == "throws" ? "LG002 (throws)" : "LG001 (no kernel)") + "; " + vals;
-      if (gap && oc.status == oc.cell.expect) judge = oc.cell.expect == "throws" ? "LG002 confirmed" : "LG001 confirmed", ++confirmed;
+      if (gap && oc.status == oc.cell.expect && oc.cell.expect == "throws") judge = "LG002 confirmed", ++confirmed_throws;
+      else if (gap && oc.status == oc.cell.expect) judge = "LG001 confirmed", ++confirmed;
       else if (gap && oc.status == "ok") judge = "refuted", ++refuted;
       else if (!gap && oc.status == "ok") judge = "as predicted";
       else if (!gap && oc.status == "no kernel ran") judge = "static said launch", ++refuted;
@@ -404,7 +438,9 @@ void runHarness(const Options& o, const Plan& plan, const Topology& topo, Phase&
                     {"admitted", admitted}});
   }
   ph.data["cells"] = rows;
+  // Each rule's confirmations by its code (a throw confirmed is LG002, not LG001).
   ph.summary = std::to_string(outcomes.size()) + " cell runs; " + std::to_string(confirmed) + " LG001 confirmed, " +
+               (confirmed_throws ? std::to_string(confirmed_throws) + " LG002 confirmed, " : "") +
                std::to_string(refuted) + " refuted; " + std::to_string(admitted_bad) + " admitted cell(s) without right sums" +
                (not_run ? "; " + std::to_string(not_run) + " not run" : "");
   if (admitted_bad) ph.status = "failed";
@@ -423,6 +459,24 @@ std::string findKernelProgram(const Options& o, const std::string& name) {
   if (*LAYERGATE_KERNELS_BUILD_DIR) dirs.push_back(LAYERGATE_KERNELS_BUILD_DIR);
   for (const auto& d : dirs)
     if (executable(d / name)) return (d / name).string();
+  return "";
+}
+
+std::string findTvmFfi(const Options& o) {
+  auto ok = [](const std::string& p) {
+    return !p.empty() && fs::exists(fs::path(p) / "include" / "tvm" / "ffi" / "c_api.h") &&
+           fs::exists(fs::path(p) / "lib" / "libtvm_ffi.so");
+  };
+  if (!o.tvm_ffi.empty()) return ok(o.tvm_ffi) ? o.tvm_ffi : "";
+  if (const char* e = std::getenv("LAYERGATE_TVM_FFI"); e && ok(e)) return e;
+  // pip's apache-tvm-ffi: the package directory holds include/ and lib/.
+  ChildResult c = runChild({"python3", "-c", "import os, tvm_ffi; print(os.path.dirname(tvm_ffi.__file__))"}, 30);
+  if (c.started && !c.timed_out && c.exit_code == 0) {
+    std::string p = c.output;
+    while (!p.empty() && (p.back() == '\n' || p.back() == '\r')) p.pop_back();
+    if (const std::size_t nl = p.rfind('\n'); nl != std::string::npos) p = p.substr(nl + 1);
+    if (ok(p)) return p;
+  }
   return "";
 }
 

@@ -40,6 +40,10 @@ struct Options {
   std::string format = "text";
   std::string kernels_dir;  // where layergate_allreduce_check/_bench are
   std::string nvcc;
+  // tvm-ffi (include/, lib/libtvm_ffi.so; dlpack under include/ or
+  // 3rdparty/dlpack/include/) for a harness around a JIT entry: --tvm-ffi,
+  // $LAYERGATE_TVM_FFI, or the tvm_ffi Python package of python3.
+  std::string tvm_ffi;
   std::string work_dir;     // harness build directory (default: a fresh temp dir)
   std::string thresholds_out = "layergate-thresholds.json";
   std::string emit_harness;  // write the harness sources here and stop
@@ -59,6 +63,11 @@ struct Plan {
   std::string harness_calls;      // HarnessSpec::describe()
   std::vector<std::string> harness_notes;
   std::string harness_error;      // why no harness could be made
+  // How the harness is compiled beside the defaults (target's cpp.std,
+  // cpp.defines, cpp.include_dirs), and whether it needs tvm-ffi (a JIT entry).
+  std::string harness_std;
+  std::vector<std::string> harness_defines, harness_include_dirs;
+  bool harness_tvm_ffi = false;
   std::vector<std::string> notes;
 };
 
@@ -80,5 +89,7 @@ int runSelftest(const Options& o, const Plan& plan, Topology topo, std::ostream&
 // build tree's kernels/ beside tool/; "" if none.
 std::string findKernelProgram(const Options& o, const std::string& name);
 std::string findNvcc(const Options& o);
+// tvm-ffi's prefix (include/tvm/ffi, lib/libtvm_ffi.so): --tvm-ffi, $LAYERGATE_TVM_FFI, python3's tvm_ffi; "" if none.
+std::string findTvmFfi(const Options& o);
 
 }  // namespace layergate::selftest

@@ -161,7 +161,10 @@ nlohmann::json toJson(const StaticCell& c) {
     for (const auto& e : c.examples) {
       nlohmann::json v = nlohmann::json::object();
       for (const auto& [k, x] : e.values) v[k] = x;
-      j["examples"].push_back({{"kind", e.kind}, {"kernel", e.kernel}, {"bytes", e.bytes}, {"values", v}, {"env", e.env}});
+      nlohmann::json t = nlohmann::json::object();
+      for (const auto& [k, x] : e.texts) t[k] = x;
+      j["examples"].push_back(
+          {{"kind", e.kind}, {"kernel", e.kernel}, {"bytes", e.bytes}, {"values", v}, {"texts", t}, {"env", e.env}});
     }
   }
   j["lg001"] = c.noKernelGap();
@@ -173,6 +176,11 @@ nlohmann::json toJson(const StaticMatrix& m) {
   nlohmann::json j{{"python", m.python}, {"cpp", m.cpp}, {"cells", nlohmann::json::array()}};
   for (const auto& c : m.cells) j["cells"].push_back(toJson(c));
   return j;
+}
+
+bool passableText(const std::string& t) {
+  return !t.empty() &&
+         t.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") == std::string::npos;
 }
 
 namespace {
@@ -274,6 +282,15 @@ StaticMatrix matrixFromJson(const nlohmann::json& j) {
         if (!je["values"].is_object()) bad(eat + ".values", "expected an object");
         for (const auto& [k2, x] : je["values"].items())
           e.values.push_back({k2, integer(x, eat + ".values." + k2, std::numeric_limits<std::int64_t>::min(), kMax)});
+      }
+      if (je.contains("texts")) {
+        if (!je["texts"].is_object()) bad(eat + ".texts", "expected an object");
+        for (const auto& [k2, x] : je["texts"].items()) {
+          // A text travels in a harness argument (ws:nv:bytes:name=value,...).
+          if (!x.is_string() || !passableText(x.get<std::string>()))
+            bad(eat + ".texts." + k2, "expected a non-empty string of letters, digits, '_', '.' and '-'");
+          e.texts.push_back({k2, x.get<std::string>()});
+        }
       }
       c.examples.push_back(std::move(e));
     }

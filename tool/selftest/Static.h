@@ -33,8 +33,12 @@ struct StaticExample {
   std::string kernel;  // launch: kernel; otherwise the leaf's text
   std::int64_t bytes = 0;
   std::vector<std::pair<std::string, std::int64_t>> values;  // "variant" -> 3
+  std::vector<std::pair<std::string, std::string>> texts;    // "algo" -> "1shot_push"
   std::string env;     // the env that admits it, "" when none
 };
+
+// Whether a text value can travel in a harness argument (ws:nv:bytes:name=value,...).
+bool passableText(const std::string& t);
 
 struct StaticCell {
   int world_size = 0;

@@ -4,7 +4,7 @@
 // `layergate selftest --save-plan FILE` elsewhere.
 //
 //   layergate_selftest_gpu [--plan FILE] [--quick] [--format text|json] [--kernels-dir DIR]
-//                          [--nvcc PATH] [--work-dir DIR] [--thresholds-out FILE] [--skip PHASE]...
+//                          [--nvcc PATH] [--tvm-ffi PREFIX] [--work-dir DIR] [--thresholds-out FILE] [--skip PHASE]...
 // Exit status: 0 passed, 1 failures, 2 bad usage, 4 no CUDA GPU.
 #include <cstring>
 #include <fstream>
@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
     else if (a == "--format") o.format = next();
     else if (a == "--kernels-dir") o.kernels_dir = next();
     else if (a == "--nvcc") o.nvcc = next();
+    else if (a == "--tvm-ffi") o.tvm_ffi = next();
     else if (a == "--work-dir") o.work_dir = next();
     else if (a == "--thresholds-out") o.thresholds_out = next();
     else if (a == "--skip") o.skip.push_back(next());
@@ -49,7 +50,7 @@ int main(int argc, char** argv) {
     }
     else {
       std::cerr << "usage: " << argv[0]
-                << " [--plan FILE] [--quick] [--format text|json] [--kernels-dir DIR] [--nvcc PATH] [--work-dir DIR]"
+                << " [--plan FILE] [--quick] [--format text|json] [--kernels-dir DIR] [--nvcc PATH] [--tvm-ffi PREFIX] [--work-dir DIR]"
                    " [--thresholds-out FILE] [--skip proof|standin|speed|harness] [--cell-timeout S]\n";
       return kExitUsage;
     }

@@ -19,7 +19,7 @@ t0=$(date +%s)
 $NVCC -std=c++17 -O3 -arch=sm_90 -o $B/layergate_allreduce_check kernels/test/allreduce_check.cu &
 $NVCC -std=c++17 -O3 -arch=sm_90 -o $B/layergate_allreduce_bench bench/kernels/allreduce_bench.cu -ldl &
 g++ -std=c++17 -O2 -Itool -I"$plans/include" -DLAYERGATE_KERNELS_BUILD_DIR="\"$PWD/$B\"" -o $B/layergate_selftest_gpu \
-  tool/selftest/{Process,Topology,Static,Bench,HeaderScan,Harness,EntryHarness,Selftest,core_main}.cpp tool/model/{Expr,Model}.cpp -ldl &
+  tool/selftest/{Process,Topology,Static,Bench,HeaderScan,FfiObjects,Harness,EntryHarness,Selftest,core_main}.cpp tool/model/{Expr,Model}.cpp -ldl &
 wait
 echo "== built in $(( $(date +%s) - t0 )) s:"; ls $B
 if [ -z "${LAYERGATE_NCCL_LIB:-}" ]; then

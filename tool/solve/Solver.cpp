@@ -810,6 +810,13 @@ std::vector<Example> Solver::examples(const Cell& c, std::int64_t small) {
         model::envNameOf(v.name).empty() && std::find(ints.begin(), ints.end(), v.name) == ints.end())
       ints.push_back(v.name);
   std::sort(ints.begin(), ints.end());
+  // And the text values it hands down (an algorithm's name).
+  std::vector<std::string> texts;
+  for (const auto& v : model::varsOf(gate_.predicate()))
+    if (v.kind == VarKind::Config && v.sort == Sort::Str && model::envNameOf(v.name).empty() &&
+        std::find(texts.begin(), texts.end(), v.name) == texts.end())
+      texts.push_back(v.name);
+  std::sort(texts.begin(), texts.end());
   for (size_t i = 0; i < dispatch_.leaves.size(); ++i) {
     const auto& leaf = dispatch_.leaves[i];
     if (!configDependent(leaf)) continue;
@@ -856,8 +863,11 @@ std::vector<Example> Solver::examples(const Cell& c, std::int64_t small) {
       std::int64_t v = 0;
       if (m.eval(I.var(n, Sort::Int, VarKind::Config, Side::Python), true).is_numeral_i64(v)) e.config.values.push_back({n, v});
     }
+    for (const auto& n : texts)
+      if (auto t = I.strOf(m.eval(I.var(n, Sort::Str, VarKind::Config, Side::Python), true))) e.config.texts.push_back({n, *t});
     const bool seen = std::any_of(out.begin(), out.end(), [&](const Example& o) {
-      return o.kind == e.kind && o.kernel == e.kernel && o.config.nbytes == e.config.nbytes && o.config.values == e.config.values;
+      return o.kind == e.kind && o.kernel == e.kernel && o.config.nbytes == e.config.nbytes &&
+             o.config.values == e.config.values && o.config.texts == e.config.texts;
     });
     if (!seen) out.push_back(std::move(e));
   }
