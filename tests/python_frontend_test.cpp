@@ -1431,3 +1431,58 @@ TEST(PythonFrontend, PerCallOutputIsTheEnumPropertyAtTheNativeCall) {
   c.strs["algo"] = "big";
   EXPECT_FALSE(admits(g, c)) << "4 KiB is handed down as small";
 }
+
+// Members of one Enum merged by the paths that pick them stay members: a
+// property that compares `self` reads the merged value (a pick that always
+// returns a member, no None arm to keep the paths apart).
+TEST(PythonFrontend, AnEnumPickedOnSeveralPathsKeepsItsProperties) {
+  const char* src = R"(import enum
+
+
+class Algo(enum.Enum):
+    PUSH = enum.auto()
+    PULL = enum.auto()
+    TWO_SHOT = enum.auto()
+
+    @property
+    def shot(self) -> int:
+        return 2 if self == Algo.TWO_SHOT else 1
+
+
+class CustomAllreduce:
+    def __init__(self, group):
+        self.disabled = True
+        world_size = dist.get_world_size(group=group)
+        if not is_full_nvlink(None, world_size):
+            return
+        self.disabled = False
+
+    def _pick(self, n):
+        if n <= 4096:
+            return Algo.PUSH
+        if n <= 65536:
+            return Algo.PULL
+        return Algo.TWO_SHOT
+
+    def should_custom_ar(self, inp):
+        return not self.disabled
+
+    def all_reduce(self, inp):
+        algo = self._pick(inp.numel() * inp.element_size())
+        return native_op(self.handle, inp, algo.shot)
+)";
+  target::PythonGateSpec s = spec();
+  target::PythonGateSpec::CallOutput co;
+  co.method = "all_reduce";
+  co.call = "native_op";
+  co.argument = 2;
+  s.call_outputs = {{"shot", co}};
+  model::Gate g = python::extractGate(python::SourceFile{"gate.py", src}, s, python::Limits{});
+  const auto* shot = outputOf(g, "shot");
+  ASSERT_NE(shot, nullptr);
+  ASSERT_EQ(shot->value->sort, Sort::Int);
+  for (const auto& o : g.opaques) EXPECT_EQ(o.name.find("shot"), std::string::npos) << o.name;
+  EXPECT_EQ(ev(shot->value, cfg(2, true, 4096)).i, 1);
+  EXPECT_EQ(ev(shot->value, cfg(2, true, 65536)).i, 1);
+  EXPECT_EQ(ev(shot->value, cfg(2, true, 65536 + 16)).i, 2);
+}

@@ -214,6 +214,24 @@ TEST(Solver, AnErrorHoldsForEveryValueOfTheUninterpretedTerms) {
   EXPECT_EQ(cells(check(g, d)), (std::vector<T>{{"LG001", 4, false}, {"LG001", 6, false}, {"LG001", 8, false}}));
 }
 
+// Not vacuously: where the program's asserts cannot all hold (for a machine
+// fact, whatever the uninterpreted terms are), the program stops at one of
+// them; "for every value that passes the asserts" is then no proof. A gap
+// that needs one value of an uninterpreted term stays a possible gap.
+TEST(Solver, AssertsThatCannotHoldProveNothing) {
+  using T = std::tuple<std::string, int, bool>;
+  auto d = dispatch();
+  Gate g = gate(true, true);
+  auto u = Var("table[ws].limit", Sort::Int, VarKind::Opaque);
+  auto backend = Var("backend_is_gloo", Sort::Bool, VarKind::Probe);
+  g.admit = And(g.admit, Cmp(Op::Eq, u, IntC(1)));
+  g.assumed = Not(backend);  // an assert no run with that backend passes
+  g.opaques.push_back(OpaqueSymbol{"table[ws].limit", "table[ws].limit", at(9), false});
+  auto fs = check(g, d);
+  EXPECT_EQ(cells(fs), (std::vector<T>{{"LG008", 4, false}, {"LG008", 6, false}, {"LG008", 8, false}}));
+  for (const auto& f : fs) EXPECT_EQ(f.severity, Severity::Warning);
+}
+
 // LG009: a C++-only env var whose unknown values throw in an admitted cell.
 TEST(Solver, CppOnlyEnvValueThatThrowsIsLG009NotLG002) {
   Gate g = gate(false, false);

@@ -104,7 +104,17 @@ Value Walker::mergeRaw(const ExprPtr& c, const Value& a, const Value& b) {
         if (a.env == b.env) v.env = a.env;
         return v;
       }
-      case K::Int: return vInt(model::Ite(c, a.e, b.e));
+      case K::Int: {
+        // Members of one Enum stay members of it (their properties and
+        // methods read the merged value: `algo.shot` after an if/elif chain).
+        Value v = vInt(model::Ite(c, a.e, b.e));
+        if (a.tag == "enum" && b.tag == "enum" && a.text == b.text && a.name == b.name) {
+          v.tag = a.tag;
+          v.text = a.text;
+          v.name = a.name;
+        }
+        return v;
+      }
       case K::Str: return vStr(model::Ite(c, a.e, b.e), a.lowered && b.lowered);
       case K::List:
         if (a.items.size() == b.items.size()) {
