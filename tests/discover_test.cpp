@@ -206,7 +206,16 @@ TEST_F(Tree, BundledLayoutsInheritTheGenericDescription) {
       EXPECT_EQ(x.cpp.include_dirs, std::vector<std::string>{"python/sglang/jit_kernel/include"});
       EXPECT_EQ(x.python.call_outputs.at("algo").method, "custom_all_reduce");
     }
-    if (x.name == "sglang-custom-ar-v2-object") EXPECT_FALSE(x.unmodelled.empty());
+    // the first shape: two JIT modules behind one wrapper, a target each,
+    // the pull one the calls whose algorithm is not a push
+    if (x.name == "sglang-custom-ar-v2-object-pull" || x.name == "sglang-custom-ar-v2-object-push") {
+      const bool push = x.name == "sglang-custom-ar-v2-object-push";
+      EXPECT_TRUE(x.unmodelled.empty());
+      EXPECT_EQ(x.python.call_outputs.at("shot").attribute, "shot");
+      EXPECT_EQ(x.python.call_outputs.at("pushes").attribute, "is_push()");
+      EXPECT_EQ(x.python.only_when.at("pushes"), push ? 1 : 0);
+      EXPECT_EQ(x.cpp.class_names, std::vector<std::string>{push ? "CustomAllReducePush" : "CustomAllReducePull"});
+    }
     if (x.name == "quick-allreduce") {
       EXPECT_TRUE(x.unmodelled.empty());
       EXPECT_EQ(x.python.outputs.at("qr_quant_level"), "quant_level");
@@ -625,6 +634,39 @@ TEST_F(Tree, SeedOnTheHelperModuleShapeGivesExactlyTheThreeLG001s) {
   EXPECT_EQ(r.trace.front().hop, "probe");
   EXPECT_NE(r.trace.front().where.file.find("custom_all_reduce_utils.py"), std::string::npos)
       << r.trace.front().where.file;
+}
+
+// The first CustomAllReduceV2 (ours: fixtures/sglang-custom-ar-v2-object):
+// `check DIR` finds one gate over two JIT modules, analyses each with the
+// calls it receives (push: is_push(); pull: the rest, with algo.shot), and
+// the gate's table, filled through `global` on first use, is read: every
+// world size of the table admitted with NVLink, the push module up to the
+// clipped push limit, no finding.
+TEST_F(Tree, TheFirstCustomAllReduceV2IsTwoUnitsOneGate) {
+  fs::copy(fs::path(LAYERGATE_FIXTURES) / "sglang-custom-ar-v2-object", root_, fs::copy_options::recursive);
+  fs::remove(root_ / "expect.json");
+  fs::remove(root_ / "golden.txt");
+  noise(root_);
+  driver::ScanRequest req;
+  req.root = root_.string();
+  auto s = driver::scan(req);
+  ASSERT_EQ(s.results.size(), 2u);
+  std::set<std::string> targets;
+  for (const auto& r : s.results) {
+    targets.insert(r.target);
+    EXPECT_TRUE(r.findings.empty()) << r.target;
+    const bool push = r.target == "sglang-custom-ar-v2-object-push";
+    for (const auto& v : r.matrix) {
+      const bool admitted = v.gate.state == solve::GateState::Admitted;
+      const int ws = v.cell.world_size;
+      EXPECT_EQ(admitted, v.cell.full_nvlink && (ws == 2 || ws == 4 || ws == 8)) << r.target << " ws " << ws;
+      if (admitted && push) {
+        ASSERT_TRUE(v.gate.sizes.has_value());
+        EXPECT_EQ(v.gate.sizes->hi, ws == 2 ? 2 << 20 : ws == 4 ? 1 << 20 : 512 << 10) << ws;
+      }
+    }
+  }
+  EXPECT_EQ(targets, (std::set<std::string>{"sglang-custom-ar-v2-object-pull", "sglang-custom-ar-v2-object-push"}));
 }
 
 // Early-2025 SGLang: no custom_all_reduce.cuh, sgl-kernel's trt_reduce

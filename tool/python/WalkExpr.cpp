@@ -93,6 +93,9 @@ Value Walker::envModuleRead(const std::string& var, TSNode at) {
 Value Walker::lookup(const std::string& name, const State& st, TSNode at) {
   auto it = st.locals.find(name);
   if (it != st.locals.end() && it->second.k != Value::K::Undef) return it->second;
+  // a global a function rebound on this path (`global X; X = ...`)
+  auto ga = st.attrs.find(globalKey(name));
+  if (ga != st.attrs.end() && ga->second.k != Value::K::Undef) return ga->second;
   auto g = cur_->globals.find(name);
   if (g != cur_->globals.end() && g->second.k != Value::K::Unknown && g->second.k != Value::K::Undef) return g->second;
   auto pf = spec_.platform_flags.find(name);
@@ -437,12 +440,20 @@ Value Walker::evalSubscript(TSNode n, State& st, Frame& fr, Ctx& cx) {
   }
   if (o.k == Value::K::Object && o.tag == "dict") return dictLookup(o, i, nullptr, n, cx);
   // t[k] with a constant k, through values merged from branches
+  // (a dict chosen on some paths, d = A if cond else B: each looked up under
+  // its own paths, so that a key one of them lacks raises only there)
   std::function<std::optional<Value>(const Value&)> at = [&](const Value& x) -> std::optional<Value> {
     if (x.k == Value::K::Merge) {
-      auto a = at(*x.a), b = at(*x.b);
+      const ExprPtr guard = cx.guard;
+      cx.guard = model::And(guard, x.cond);
+      auto a = at(*x.a);
+      cx.guard = model::And(guard, model::Not(x.cond));
+      auto b = at(*x.b);
+      cx.guard = guard;
       if (a && b) return merge(x.cond, *a, *b);
       return std::nullopt;
     }
+    if (x.k == Value::K::Object && x.tag == "dict") return dictLookup(x, i, nullptr, n, cx);
     if (x.k == Value::K::List && i.k == Value::K::Int && i.e->op == Op::IntConst) {
       int64_t k = i.e->i, sz = static_cast<int64_t>(x.items.size());
       if (k < 0) k += sz;

@@ -60,7 +60,8 @@ void Walker::assignTarget(TSNode t, const Value& v0, State& st, Frame& fr, TSNod
   if (is(t, "identifier")) {
     Value v = v0;
     traceStore(v, "local", stmt);
-    st.locals[text(t)] = v;
+    if (declaredGlobal(t)) st.attrs[globalKey(text(t))] = v;
+    else st.locals[text(t)] = v;
     return;
   }
   if (is(t, "attribute")) {
@@ -133,6 +134,33 @@ State Walker::branch(const State& base, const ExprPtr& c) {
   s.rel = model::True();
   s.broke = false;
   return s;
+}
+
+std::string Walker::globalKey(const std::string& name) const {
+  return std::string("\x01global:") + (cur_ && cur_->file ? cur_->file->path : "") + ":" + name;
+}
+
+bool Walker::declaredGlobal(TSNode id) {
+  TSNode fn = ts_node_parent(id);
+  while (!ts_node_is_null(fn) && !is(fn, "function_definition")) fn = ts_node_parent(fn);
+  if (ts_node_is_null(fn)) return false;
+  auto it = global_decls_.find(fn.id);
+  if (it == global_decls_.end()) {
+    std::set<std::string> names;
+    std::vector<TSNode> stack{field(fn, "body")};
+    while (!stack.empty()) {
+      TSNode n = stack.back();
+      stack.pop_back();
+      if (ts_node_is_null(n) || is(n, "function_definition") || is(n, "class_definition")) continue;
+      if (is(n, "global_statement")) {
+        for (TSNode k : named(n)) names.insert(text(k));
+        continue;
+      }
+      for (TSNode k : named(n)) stack.push_back(k);
+    }
+    it = global_decls_.emplace(fn.id, std::move(names)).first;
+  }
+  return it->second.count(text(id)) > 0;
 }
 
 // Join two branches that both started from base, split on c.

@@ -26,7 +26,8 @@ ExprPtr Walker::truthy(const Value& v) {
     case Value::K::Int: return model::Cmp(Op::Ne, v.e, model::IntC(0));
     case Value::K::Str: return model::Cmp(Op::Ne, v.e, model::StrC(""));
     case Value::K::List: return model::BoolC(!v.items.empty());
-    case Value::K::Object: return model::True();
+    // a dict display is its pairs (key, value, ...): empty is false
+    case Value::K::Object: return model::BoolC(v.tag != "dict" || !v.items.empty());
     case Value::K::Unknown: return materialize(v, Sort::Bool);
     case Value::K::Merge: return iteB(v.cond, truthy(*v.a), truthy(*v.b));
   }

@@ -611,9 +611,17 @@ void Walker::callOutputs(const std::map<std::string, Value>& snapshot) {
       }
     };
     scan(v);
-    handDown(var, co.method + ": " + co.call + " argument " + std::to_string(co.argument), v, captures_.back().where,
-             str ? Sort::Str : Sort::Int);
+    handDown(var,
+             co.method + ": " + co.call + " argument " + std::to_string(co.argument) +
+                 (co.attribute.empty() ? "" : ", its " + co.attribute),
+             v, captures_.back().where, str ? Sort::Str : Sort::Int);
     gate_.bound = model::And(gate_.bound, reached);
+    // Only the calls that reach this target's dispatch (python.only_when).
+    if (auto ow = spec_.only_when.find(var); ow != spec_.only_when.end()) {
+      gate_.bound = model::And(gate_.bound, model::Cmp(Op::Eq, model::Var(var, Sort::Int, VarKind::Config),
+                                                         model::IntC(ow->second)));
+      note("only the calls where " + var + " = " + std::to_string(ow->second) + " reach this dispatch");
+    }
   }
 }
 
@@ -623,6 +631,26 @@ void Walker::captureCallOutput(TSNode call, const Args& a, State& st, Frame& fr,
   c.reached = model::And(fr.entry, model::And(st.full(), cx.guard));
   Ctx scratch = cx;
   c.value = eval(a.pos[static_cast<std::size_t>(call_out_->argument)], st, fr, scratch);
+  if (!call_out_->attribute.empty()) {
+    // What the wrapper reads of the argument (algo.shot, algo.is_push()),
+    // leaf by leaf through the paths' merge: a None or nothing (a raise)
+    // stays what it is, to be dropped below; what the walker cannot read is
+    // code it did not interpret.
+    std::string name = call_out_->attribute;
+    const bool method = name.size() > 2 && name.compare(name.size() - 2, 2, "()") == 0;
+    if (method) name.resize(name.size() - 2);
+    std::function<Value(const Value&)> read = [&](const Value& x) -> Value {
+      if (x.k == Value::K::Merge) return mergeRaw(x.cond, read(*x.a), read(*x.b));
+      if (x.k == Value::K::None || x.k == Value::K::Undef) return x;
+      if (auto v = memberCall(x, name, !method, call, Args{}, st, fr, scratch)) return *v;
+      if (auto f = recordField(x, name); f && !method) return *f;
+      Value u = unknown(call);
+      u.text = shortText(a.pos[static_cast<std::size_t>(call_out_->argument)]) + "." + call_out_->attribute;
+      u.name = u.text;
+      return u;
+    };
+    c.value = read(c.value);
+  }
   c.where = loc(a.pos[static_cast<std::size_t>(call_out_->argument)], "handed down");
   c.where.note = shortText(call);
   captures_.push_back(std::move(c));

@@ -246,6 +246,14 @@ class Walker {
   Resolved resolveDotted(const std::string& dotted, const Module* from, int depth = 0);
   Resolved resolveIn(Module* m, const std::vector<std::string>& rest, int depth);
   void ensureWalked(Module* m);
+  // `global X` in the function around `id` names it (module globals a
+  // function rebinds: SGLang's first CustomAllReduceV2 fills its threshold
+  // table lazily so). Such a store goes to the state under globalKey, which
+  // later reads of X on that path see; before it, X is the value the module
+  // body leaves (as for any global: the first call).
+  bool declaredGlobal(TSNode id);
+  std::string globalKey(const std::string& name) const;
+  std::map<const void*, std::set<std::string>> global_decls_;
   void collectDecls(Module& m);
   void collectBlock(Module& m, TSNode block, int depth, std::vector<std::pair<TSNode, bool>>& guards);
   // A forwarder defined under undecided module-level conditions: the dispatch

@@ -5,6 +5,7 @@
 #include <functional>
 #include <limits>
 #include <fstream>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -120,15 +121,30 @@ Target fromJson(const json& j, const std::string& origin) {
     for (auto it = cos.begin(); it != cos.end(); ++it) {
       const std::string where = origin + ": \"python.call_outputs." + it.key() + "\"";
       const json& c = it.value();
+      static const std::regex attribute("[A-Za-z_][A-Za-z0-9_]*(\\(\\))?");
       if (!c.is_object() || !c.contains("method") || !c.at("method").is_string() || !c.contains("call") ||
           !c.at("call").is_string() || !c.contains("argument") || !c.at("argument").is_number_integer() ||
-          c.at("argument").get<std::int64_t>() < 0 || c.at("argument").get<std::int64_t>() > 255)
-        throw InputError(where + " must be an object {\"method\": str, \"call\": str, \"argument\": int in 0..255}");
+          c.at("argument").get<std::int64_t>() < 0 || c.at("argument").get<std::int64_t>() > 255 ||
+          (c.contains("attribute") &&
+           (!c.at("attribute").is_string() || !std::regex_match(c.at("attribute").get<std::string>(), attribute))))
+        throw InputError(where + " must be an object {\"method\": str, \"call\": str, \"argument\": int in 0..255"
+                                 "[, \"attribute\": \"name\" or \"name()\"]}");
       PythonGateSpec::CallOutput co;
       co.method = c.at("method").get<std::string>();
       co.call = c.at("call").get<std::string>();
       co.argument = c.at("argument").get<int>();
+      co.attribute = c.value("attribute", "");
       t.python.call_outputs[it.key()] = co;
+    }
+    const json& ow = object(p, "only_when", origin);
+    for (auto it = ow.begin(); it != ow.end(); ++it) {
+      const std::string where = origin + ": \"python.only_when." + it.key() + "\"";
+      if (!t.python.call_outputs.count(it.key()))
+        throw InputError(where + ": not a value of python.call_outputs");
+      if (it.value().is_boolean()) t.python.only_when[it.key()] = it.value().get<bool>() ? 1 : 0;
+      else if (it.value().is_number_integer() && !tooBigForInt64(it.value()))
+        t.python.only_when[it.key()] = it.value().get<std::int64_t>();
+      else throw InputError(where + " must be a boolean or an integer");
     }
     const json& pol = object(p, "policy", origin);
     t.python.policy.functions = strings(pol, "functions", origin);

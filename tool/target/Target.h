@@ -41,11 +41,21 @@ struct PythonGateSpec {
   // per-message method `method` makes (directly or in a helper it calls), on
   // the paths that reach it (CustomAllReduceV2.custom_all_reduce ->
   // module.all_reduce(comm, input, algo.algo_name, pull_arg): "algo").
+  // attribute: a property ("shot") or a method called without arguments
+  // ("is_push()") of that argument, when the value handed down is that
+  // (the first CustomAllReduceV2: obj.all_reduce(input, algo), whose wrapper
+  // passes algo.shot to the JIT module algo.is_push() chooses).
   struct CallOutput {
     std::string method, call;
     int argument = 0;
+    std::string attribute;
   };
   std::map<std::string, CallOutput> call_outputs;
+  // The calls this target's dispatch receives: those where a value handed
+  // down per call equals this (a wrapper that sends push and pull to two JIT
+  // modules: one target each, "only_when": {"pushes": true}); a conjunct of
+  // the gate. Booleans are 0/1.
+  std::map<std::string, std::int64_t> only_when;
   // A policy gate (issue 13): a module-level function whose return value is
   // the gate (None: not admitted) and whose record fields are the values it
   // hands down (a kernel variant, a block count). Empty: a class gate.
