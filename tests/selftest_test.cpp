@@ -708,12 +708,17 @@ TEST(SelftestEntryHarness, ATvmFfiEntryBuildsItsObjectFromTheConstructorsShapes)
   report::Result r = driver::analyse(req);
   StaticMatrix m = matrixFromJson(toJson(matrixFromResult(r)));  // through the plan's JSON
   std::set<std::string> algos;
+  std::set<std::int64_t> sizes;
   for (const auto& c : harnessCells(m, false)) {
     ASSERT_EQ(c.texts.size(), 1u) << c.arg();
     algos.insert(c.texts[0].second);
+    sizes.insert(c.bytes);
     EXPECT_NE(c.arg().find(",algo=" + c.texts[0].second), std::string::npos) << c.arg();
   }
   EXPECT_EQ(algos, (std::set<std::string>{"pull", "push"}));
+  // each launch at its smallest size and at the largest up to 1 MiB
+  EXPECT_TRUE(sizes.count(16)) << sizes.size();
+  EXPECT_TRUE(sizes.count(1 << 20)) << sizes.size();
   ASSERT_EQ(r.dispatch.class_template_params.size(), 2u);
   EXPECT_EQ(r.dispatch.class_template_params[1].kind, "int");
   const std::vector<SourceText> sources{

@@ -803,7 +803,7 @@ std::optional<Gap> Solver::computeGap(const Cell& c, GapKind kind) {
   return g;
 }
 
-std::vector<Example> Solver::examples(const Cell& c, std::int64_t small) {
+std::vector<Example> Solver::examples(const Cell& c, std::int64_t small, std::int64_t large) {
   Impl& I = *impl_;
   std::vector<Example> out;
   // The integers a harness must be given: the gate's inputs and outputs.
@@ -844,35 +844,53 @@ std::vector<Example> Solver::examples(const Cell& c, std::int64_t small) {
       if (ok) f = f && b;
     }
     SizeRange r = I.sizeRange(f, c);
-    z3::expr at = f && I.nbytes == I.ctx.int_val(static_cast<int64_t>(r.lo));
-    z3::model m(I.ctx);
-    auto env = I.minimalEnv(at, c, &m);
-    {
-      // minimalEnv answers only when `at` holds; keep its model.
-      Impl::Query mq(I);
-      mq.s.add(at && I.pinConfig(m));
-      if (!I.sat(mq.s, c, "example")) continue;
-      m = mq.s.get_model();
+    // The example at one size: env and values as above, pinned in one model.
+    auto exampleAt = [&](std::int64_t size) -> std::optional<Example> {
+      z3::expr at = f && I.nbytes == I.ctx.int_val(static_cast<int64_t>(size));
+      z3::model m(I.ctx);
+      auto env = I.minimalEnv(at, c, &m);
+      {
+        // minimalEnv answers only when `at` holds; keep its model.
+        Impl::Query mq(I);
+        mq.s.add(at && I.pinConfig(m));
+        if (!I.sat(mq.s, c, "example")) return std::nullopt;
+        m = mq.s.get_model();
+      }
+      Example e;
+      e.kind = leaf.kind;
+      e.kernel = leaf.kind == LeafKind::Launch ? leaf.kernel : leaf.text;
+      e.where = leaf.spelling;
+      e.config.world_size = c.world_size;
+      if (!c.nvlink_any) e.config.full_nvlink = c.full_nvlink;
+      e.config.nbytes = size;
+      e.config.env = env;
+      for (const auto& n : ints) {
+        std::int64_t v = 0;
+        if (m.eval(I.var(n, Sort::Int, VarKind::Config, Side::Python), true).is_numeral_i64(v))
+          e.config.values.push_back({n, v});
+      }
+      for (const auto& n : texts)
+        if (auto t = I.strOf(m.eval(I.var(n, Sort::Str, VarKind::Config, Side::Python), true)))
+          e.config.texts.push_back({n, *t});
+      return e;
+    };
+    auto add = [&](std::optional<Example> e) {
+      if (!e) return;
+      const bool seen = std::any_of(out.begin(), out.end(), [&](const Example& o) {
+        return o.kind == e->kind && o.kernel == e->kernel && o.config.nbytes == e->config.nbytes &&
+               o.config.values == e->config.values && o.config.texts == e->config.texts;
+      });
+      if (!seen) out.push_back(std::move(*e));
+    };
+    add(exampleAt(r.lo));
+    // A launch also at a larger size of its range (up to 1 MiB, whole 16-byte
+    // packets where the range allows): the smallest size alone moves one
+    // vector per rank, not the kernel's loops.
+    if (leaf.kind == LeafKind::Launch) {
+      std::int64_t big = std::min<std::int64_t>(r.hi, large);
+      if (big - big % 16 > r.lo) big -= big % 16;
+      if (big > r.lo) add(exampleAt(big));
     }
-    Example e;
-    e.kind = leaf.kind;
-    e.kernel = leaf.kind == LeafKind::Launch ? leaf.kernel : leaf.text;
-    e.where = leaf.spelling;
-    e.config.world_size = c.world_size;
-    if (!c.nvlink_any) e.config.full_nvlink = c.full_nvlink;
-    e.config.nbytes = r.lo;
-    e.config.env = env;
-    for (const auto& n : ints) {
-      std::int64_t v = 0;
-      if (m.eval(I.var(n, Sort::Int, VarKind::Config, Side::Python), true).is_numeral_i64(v)) e.config.values.push_back({n, v});
-    }
-    for (const auto& n : texts)
-      if (auto t = I.strOf(m.eval(I.var(n, Sort::Str, VarKind::Config, Side::Python), true))) e.config.texts.push_back({n, *t});
-    const bool seen = std::any_of(out.begin(), out.end(), [&](const Example& o) {
-      return o.kind == e.kind && o.kernel == e.kernel && o.config.nbytes == e.config.nbytes &&
-             o.config.values == e.config.values && o.config.texts == e.config.texts;
-    });
-    if (!seen) out.push_back(std::move(e));
   }
   return out;
 }

@@ -156,8 +156,9 @@ class Solver {
   // the fall-throughs and throws no launch covers), at the smallest size, with
   // env variables unset where they can be, and every other integer the gate
   // reads or hands down kept at most `small` where the gate allows it (so that
-  // ranks sharing one GPU can run it: blocks, threads). Throws UndecidedError.
-  std::vector<Example> examples(const Cell& cell, std::int64_t small = 16);
+  // ranks sharing one GPU can run it: blocks, threads); a launch also at the
+  // largest size of its range up to `large`. Throws UndecidedError.
+  std::vector<Example> examples(const Cell& cell, std::int64_t small = 16, std::int64_t large = 1 << 20);
 
   // Whether some configuration (any world size, size, env) makes a Python-side
   // condition true; Z3 giving up answers true.
