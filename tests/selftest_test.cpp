@@ -815,3 +815,26 @@ TEST(SelftestPlan, TextValuesTravelAndABadOneIsRefused) {
   EXPECT_FALSE(passableText("a,b"));
   EXPECT_TRUE(passableText("2shot_pull"));
 }
+
+// A saved plan carries how the harness is compiled; what reaches nvcc from a
+// plan made elsewhere is a language standard and macro definitions, checked.
+TEST(SelftestPlan, HarnessCompileSettingsTravelAndAreChecked) {
+  Plan p;
+  p.header = "/x/v2.cuh";
+  p.harness_std = "c++20";
+  p.harness_defines = {"SGL_CUDA_ARCH=900", "NDEBUG"};
+  p.harness_include_dirs = {"/x/include"};
+  p.harness_tvm_ffi = true;
+  Plan back = planFromJson(planJson(p));
+  EXPECT_EQ(back.harness_std, "c++20");
+  EXPECT_EQ(back.harness_defines, p.harness_defines);
+  EXPECT_EQ(back.harness_include_dirs, p.harness_include_dirs);
+  EXPECT_TRUE(back.harness_tvm_ffi);
+  p.harness_std = "gnu++20";
+  EXPECT_EQ(planFromJson(planJson(p)).harness_std, "gnu++20");
+  p.harness_std = "c++20 -Xcompiler -fplugin=x.so";
+  EXPECT_THROW(planFromJson(planJson(p)), std::runtime_error);
+  p.harness_std = "c++20";
+  p.harness_defines = {"A B"};
+  EXPECT_THROW(planFromJson(planJson(p)), std::runtime_error);
+}

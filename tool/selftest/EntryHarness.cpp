@@ -89,11 +89,8 @@ class Resolver {
     std::string s = "{\n      ";
     const std::string ns = join(obj_->namespaces);
     if (!ns.empty()) s += "using namespace " + ns + ";\n      ";
-    std::set<std::string> bound;
-    for (const auto& [local, e] : obj_ints_) {
+    for (const auto& [local, e] : obj_ints_)
       s += "[[maybe_unused]] const int64_t " + local + " = static_cast<int64_t>(" + e + ");\n      ";
-      bound.insert(local);
-    }
     for (const auto& [local, sym] : obj_->symbolic) {
       std::string e = valueOf(local);
       if (e.empty()) e = valueOf(sym);
@@ -106,7 +103,6 @@ class Resolver {
         continue;
       }
       s += "[[maybe_unused]] const int64_t " + local + " = static_cast<int64_t>(" + e + ");\n      ";
-      bound.insert(local);
     }
     std::string dims;
     for (const auto& d : shape.dims) dims += (dims.empty() ? "" : ", ") + std::string("static_cast<int64_t>(") + d + ")";

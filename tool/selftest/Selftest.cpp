@@ -60,7 +60,7 @@ Plan planFromJson(const json& j) {
     p.harness_include_dirs = h.value("include_dirs", std::vector<std::string>{});
     p.harness_tvm_ffi = h.value("tvm_ffi", false);
     // Flags go to nvcc: a plan from elsewhere names a standard and macros, nothing else.
-    static const std::regex std_ok("c\\+\\+[0-9a-z]+"), define_ok("[A-Za-z_][A-Za-z0-9_]*(=[A-Za-z0-9_.+-]*)?");
+    static const std::regex std_ok("(c|gnu)\\+\\+[0-9a-z]+"), define_ok("[A-Za-z_][A-Za-z0-9_]*(=[A-Za-z0-9_.+-]*)?");
     if (!p.harness_std.empty() && !std::regex_match(p.harness_std, std_ok))
       throw std::runtime_error("harness.std: expected a C++ standard such as c++20, got " + p.harness_std);
     for (const auto& d : p.harness_defines)
