@@ -838,3 +838,13 @@ TEST(SelftestPlan, HarnessCompileSettingsTravelAndAreChecked) {
   p.harness_defines = {"A B"};
   EXPECT_THROW(planFromJson(planJson(p)), std::runtime_error);
 }
+
+// A parameter type that is no identifier (a template, a qualified pointer) is
+// no tvm-ffi reference type: no pattern is built from it, no object found.
+TEST(SelftestEntryHarness, OnlyAnIdentifierCanNameAnObjectReference) {
+  const std::vector<SourceText> src{{"/x/a.h", "struct R : ObjectRef { TVM_FFI_DEFINE_OBJECT_REF_METHODS_NOTNULLABLE(R, ObjectRef, RObj); };"}};
+  EXPECT_FALSE(findFfiObject(src, "Foo<int(*)[3]>").has_value());
+  EXPECT_FALSE(findFfiObject(src, "a+b").has_value());
+  EXPECT_FALSE(findFfiObject(src, "").has_value());
+  EXPECT_FALSE(findFfiObject(src, "R").has_value());  // RObj is declared nowhere
+}

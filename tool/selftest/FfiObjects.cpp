@@ -1,5 +1,7 @@
 #include "selftest/FfiObjects.h"
 
+#include <algorithm>
+#include <cctype>
 #include <regex>
 
 #include "selftest/HeaderScan.h"
@@ -95,7 +97,10 @@ bool isFfiTensor(const std::string& base_type) {
 std::optional<FfiObject> findFfiObject(const std::vector<SourceText>& sources, const std::string& ref_type) {
   std::string ref = ref_type;
   if (const std::size_t c = ref.rfind("::"); c != std::string::npos) ref = ref.substr(c + 2);
-  if (ref.empty() || !isIdent(ref[0])) return std::nullopt;
+  // an identifier only (it goes into a pattern; a template or pointer type is no reference type)
+  if (ref.empty() || std::isdigit(static_cast<unsigned char>(ref[0])) ||
+      !std::all_of(ref.begin(), ref.end(), [](char c) { return isIdent(c); }))
+    return std::nullopt;
   const std::regex macro("TVM_FFI_DEFINE_OBJECT_REF_METHODS\\w*\\s*\\(\\s*" + ref + "\\s*,[^,]*,\\s*(\\w+)\\s*\\)");
   FfiObject o;
   o.ref = ref;
