@@ -77,6 +77,33 @@ TEST(Target, RejectsBadDescriptionsWithAOneLineReason) {
     EXPECT_NE(std::string(e.what()).find("x.json"), std::string::npos);
     EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
   }
+  {
+    auto t = target::parseTarget(
+        R"x({"name":"t","python":{"classes":["G"],"call_outputs":{"a":{"method":"m","call":"c","argument":1,)x"
+        R"x("attribute":"is_push()"}},"only_when":{"a":false}},"cpp":{"dispatch_functions":["f"]}})x",
+        "x.json");
+    EXPECT_EQ(t.python.call_outputs.at("a").attribute, "is_push()");
+    EXPECT_EQ(t.python.only_when.at("a"), 0);
+  }
+  // What a call output hands down of its argument: a name or name(); and
+  // only_when over a call output, with a boolean or an integer. Otherwise
+  // valid descriptions: the one-line reason names the key at fault.
+  for (const auto& [bad, key] : std::vector<std::pair<std::string, std::string>>{
+           {R"("call_outputs":{"a":{"method":"m","call":"c","argument":1,"attribute":"x.y"}})", "python.call_outputs.a"},
+           {R"("call_outputs":{"a":{"method":"m","call":"c","argument":1,"attribute":3}})", "python.call_outputs.a"},
+           {R"("only_when":{"a":true})", "python.only_when.a"},
+           {R"("call_outputs":{"a":{"method":"m","call":"c","argument":1}},"only_when":{"a":"yes"})",
+            "python.only_when.a"}}) {
+    const std::string text =
+        R"({"name":"t","python":{"classes":["G"],)" + bad + R"(},"cpp":{"dispatch_functions":["f"]}})";
+    try {
+      target::parseTarget(text, "x.json");
+      ADD_FAILURE() << "accepted: " << text;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
+    }
+  }
   // A bound that is no integer (the fuzzer's 1e+24, which cannot be an
   // int64) and a call-output argument out of range: one-line errors.
   for (const char* bad :
@@ -86,7 +113,8 @@ TEST(Target, RejectsBadDescriptionsWithAOneLineReason) {
         // Unsigned numbers above INT64_MAX would wrap to negative int64s.
         R"({"name":"t","python":{"policy":{"inputs":{"n":{"max":18446744073709551615}}}}})",
         R"({"name":"t","python":{"policy":{"inputs":{"n":{"min":9223372036854775808}}}}})",
-        R"({"name":"t","python":{"policy":{"inputs":{"n":{"values":[1,18446744073709551615]}}}}})"}) {
+        R"({"name":"t","python":{"policy":{"inputs":{"n":{"values":[1,18446744073709551615]}}}}})",
+}) {
     try {
       target::parseTarget(bad, "x.json");
       ADD_FAILURE() << "accepted: " << bad;

@@ -3,6 +3,7 @@
 // target's include directories and defines.
 #include "cpp/CppFrontendImpl.h"
 
+#include <algorithm>
 #include <regex>
 #include <sstream>
 
@@ -235,20 +236,8 @@ ParseOptions withTargetSettings(const ParseOptions& in, const target::CppDispatc
                                 const std::vector<std::string>& files) {
   ParseOptions o = in;
   std::set<std::string> seen(o.include_dirs.begin(), o.include_dirs.end());
-  for (const auto& rel : spec.include_dirs)
-    for (const auto& f : files) {
-      std::string dir = dirOf(f);
-      for (int up = 0; up < 64 && !dir.empty(); ++up) {
-        std::string c = normalized(dir + "/" + rel);
-        if (llvm::sys::fs::is_directory(c)) {
-          if (seen.insert(c).second) o.include_dirs.push_back(c);
-          break;
-        }
-        std::string parent(llvm::sys::path::parent_path(dir));
-        if (parent == dir) break;
-        dir = parent;
-      }
-    }
+  for (const auto& c : targetIncludeDirs(files, spec.include_dirs))
+    if (seen.insert(c).second) o.include_dirs.push_back(c);
   if (!spec.std.empty()) o.extra_args.insert(o.extra_args.begin(), "-std=" + spec.std);
   for (std::size_t i = 0; i < spec.defines.size(); ++i)
     o.extra_args.insert(o.extra_args.begin() + static_cast<long>(i) + (spec.std.empty() ? 0 : 1), "-D" + spec.defines[i]);
@@ -256,3 +245,28 @@ ParseOptions withTargetSettings(const ParseOptions& in, const target::CppDispatc
 }
 
 }  // namespace layergate::cpp::detail::parse
+
+namespace layergate::cpp {
+
+std::vector<std::string> targetIncludeDirs(const std::vector<std::string>& files, const std::vector<std::string>& rel) {
+  using detail::parse::dirOf;
+  using detail::parse::normalized;
+  std::vector<std::string> out;
+  for (const auto& r : rel)
+    for (const auto& f : files) {
+      std::string dir = dirOf(f);
+      for (int up = 0; up < 64 && !dir.empty(); ++up) {
+        std::string c = normalized(dir + "/" + r);
+        if (llvm::sys::fs::is_directory(c)) {
+          if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+          break;
+        }
+        std::string parent(llvm::sys::path::parent_path(dir));
+        if (parent == dir) break;
+        dir = parent;
+      }
+    }
+  return out;
+}
+
+}  // namespace layergate::cpp

@@ -25,6 +25,12 @@ struct ParseOptions {
   std::size_t max_paths = 20000;          // paths through the dispatch
 };
 
+// The target's include directories (cpp.include_dirs, relative to the
+// checkout root, some directory above the files): each looked up from each
+// file's directory upwards, nearest first; those found, absolute, once each.
+// The parse adds them as -I; `selftest --header` compiles its harness with them.
+std::vector<std::string> targetIncludeDirs(const std::vector<std::string>& files, const std::vector<std::string>& rel);
+
 model::Dispatch extractDispatch(const std::vector<std::string>& files,
                                 const target::CppDispatchSpec& spec,
                                 const ParseOptions& options = {});

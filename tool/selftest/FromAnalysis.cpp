@@ -89,22 +89,6 @@ std::set<std::string> handedDown(const model::Gate& g, bool texts = false) {
   return out;
 }
 
-// The target's include directories (relative to the checkout root, some
-// directory above the header): each looked up from the header's directory
-// upwards, nearest first.
-std::vector<std::string> targetIncludeDirs(const std::string& header, const std::vector<std::string>& rel) {
-  std::vector<std::string> out;
-  for (const auto& r : rel)
-    for (fs::path d = fs::absolute(header).lexically_normal().parent_path();; d = d.parent_path()) {
-      if (fs::is_directory(d / r)) {
-        out.push_back((d / r).lexically_normal().string());
-        break;
-      }
-      if (d == d.parent_path()) break;
-    }
-  return out;
-}
-
 // The header first, then the files around it: those its includes name (beside
 // it or under the include directories, three levels deep) and the other
 // sources of its directory (an object's constructor defined out of line).
@@ -194,8 +178,9 @@ Plan makePlan(const Options& o) {
     driver::Request req = base;
     target::Target tgt = driver::selectTarget(o.rules_dir, o.target);
     const std::string text = driver::readSource(o.header, 8u << 20);
+    const std::vector<std::string> target_dirs = cpp::targetIncludeDirs({o.header}, tgt.cpp.include_dirs);
     std::vector<std::string> include_dirs = o.include_dirs;
-    for (const auto& d : targetIncludeDirs(o.header, tgt.cpp.include_dirs)) include_dirs.push_back(d);
+    include_dirs.insert(include_dirs.end(), target_dirs.begin(), target_dirs.end());
     std::vector<SourceText> sources = headerSet(o.header, include_dirs);
     // A dispatch called with what the gate hands down needs one example
     // configuration per leaf; worked out only when a harness can call it.
@@ -279,7 +264,7 @@ Plan makePlan(const Options& o) {
       // directories; tvm-ffi's headers and library where the entry takes its objects.
       if (!tgt.cpp.std.empty()) plan.harness_std = tgt.cpp.std;
       plan.harness_defines = tgt.cpp.defines;
-      plan.harness_include_dirs = targetIncludeDirs(o.header, tgt.cpp.include_dirs);
+      plan.harness_include_dirs = target_dirs;
       plan.harness_tvm_ffi = spec.tvm_ffi;
       plan.harness_shims = spec.shims;
       plan.harness_calls = spec.describe();
