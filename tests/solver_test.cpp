@@ -189,7 +189,8 @@ TEST(Solver, UninterpretedTermsMakePossibleGapsNotErrors) {
     auto helper = Var("vendor_check(group)", Sort::Bool, kind);
     if (as_assert)
       g.assumed = helper;
-    g.admit = And(g.admit, helper);
+    // Not a feature switch: the two-GPU cells are admitted whatever it says.
+    g.admit = And(g.admit, Or(eq(ws(), 2), helper));
     g.opaques.push_back(OpaqueSymbol{"vendor_check(group)", "vendor_check(group)", at(7), kind == VarKind::Probe});
     return check(g, d);
   };
@@ -201,6 +202,37 @@ TEST(Solver, UninterpretedTermsMakePossibleGapsNotErrors) {
             (std::vector<T>{{"LG001", 4, false}, {"LG001", 6, false}, {"LG001", 8, false}}));
   EXPECT_EQ(cells(with(VarKind::Opaque, true)),
             (std::vector<T>{{"LG001", 4, false}, {"LG001", 6, false}, {"LG001", 8, false}}));
+}
+
+// A term that, at some value, turns the whole feature off (an op library
+// that may fail to load) is a feature switch: when it is off there is nothing
+// to check, so it never makes a gap doubtful. The finding says what it
+// assumed, at the term's line.
+TEST(Solver, AFeatureSwitchNeverWeakensAGap) {
+  using T = std::tuple<std::string, int, bool>;
+  auto d = dispatch();
+  Gate g = gate(true, true);
+  auto available = Var("ops.AVAILABLE", Sort::Bool, VarKind::Opaque);
+  g.admit = And(available, g.admit);
+  g.opaques.push_back(OpaqueSymbol{"ops.AVAILABLE", "ops.AVAILABLE", at(3), false});
+  auto fs = check(g, d);
+  ASSERT_EQ(cells(fs), (std::vector<T>{{"LG001", 4, false}, {"LG001", 6, false}, {"LG001", 8, false}}));
+  bool noted = false;
+  for (const auto& l : fs[0].locations)
+    noted = noted || (l.role == "assumed" && l.line == 3 && l.note.find("`ops.AVAILABLE` is true") != std::string::npos);
+  EXPECT_TRUE(noted);
+  // The same term deciding only the PCIe cells is not a switch: a possible gap.
+  Gate h = gate(true, true);
+  h.admit = And(Or(eq(ws(), 2), available), h.admit);
+  h.opaques = g.opaques;
+  EXPECT_EQ(cells(check(h, d)), (std::vector<T>{{"LG008", 4, false}, {"LG008", 6, false}, {"LG008", 8, false}}));
+  // Negated (a kill switch: `if DISABLED: return`) it is a switch too.
+  Gate k = gate(true, true);
+  k.admit = And(Not(available), k.admit);
+  k.opaques = g.opaques;
+  auto ks = check(k, d);
+  ASSERT_EQ(cells(ks), (std::vector<T>{{"LG001", 4, false}, {"LG001", 6, false}, {"LG001", 8, false}}));
+  EXPECT_NE(ks[0].locations.back().note.find("is false"), std::string::npos) << ks[0].locations.back().note;
 }
 
 // The quantifier is over the term's values, not its presence: a term whose
@@ -224,7 +256,8 @@ TEST(Solver, AssertsThatCannotHoldProveNothing) {
   Gate g = gate(true, true);
   auto u = Var("table[ws].limit", Sort::Int, VarKind::Opaque);
   auto backend = Var("backend_is_gloo", Sort::Bool, VarKind::Probe);
-  g.admit = And(g.admit, Cmp(Op::Eq, u, IntC(1)));
+  // (not a feature switch: two GPUs are admitted whatever u is)
+  g.admit = And(g.admit, Or(eq(ws(), 2), Cmp(Op::Eq, u, IntC(1))));
   g.assumed = Not(backend);  // an assert no run with that backend passes
   g.opaques.push_back(OpaqueSymbol{"table[ws].limit", "table[ws].limit", at(9), false});
   auto fs = check(g, d);

@@ -147,6 +147,11 @@ model::Finding gapFinding(const RuleInfo& rule, const solve::Gap& gap, const Che
   }
   for (const auto& o : gap.depends_on)
     if (o.where.valid()) f.locations.push_back(with(o.where, "opaque", "not interpreted: " + o.text));
+  // What the proof takes for granted: the feature is on at all.
+  for (const auto& [o, v] : gap.assuming)
+    f.locations.push_back(with(o.where, "assumed",
+                               std::string("assuming `") + o.text + "` is " + (v ? "true" : "false") +
+                                   ": otherwise the gate admits no configuration at all"));
   return f;
 }
 

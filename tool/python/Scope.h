@@ -7,6 +7,7 @@
 #include <tree_sitter/api.h>
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -79,6 +80,10 @@ struct Module {
   std::vector<std::string> comps;  // module path components (".py" and __init__ dropped)
   std::vector<std::string> pkg;    // the package it is in (for relative imports)
   std::map<std::string, std::string> aliases;  // local name -> dotted origin
+  // Names bound by `from M import x`: a module, a class, a function or a
+  // plain value; unless a given file says which, only the attributes and
+  // calls through it are known to go to M, not its truth.
+  std::set<std::string> from_names;
   std::map<std::string, FuncInfo> funcs;       // module-level functions
   // Module-level definitions under undecided conditions: def node id -> guards.
   std::map<const void*, std::vector<std::pair<TSNode, bool>>> def_guards;

@@ -34,6 +34,7 @@ struct Value {
   // Object tagged "pyclass": a class of a given file (`text`), in module `name`.
   std::vector<std::string> fields;
   std::string text;          // Unknown / Object: source text
+  bool truth_unknown = false;  // Object: a name imported from a module not given (`name` is its Var)
   std::string tag;           // Object: self/class/tensor/environ/module; Unknown: numel/elemsize
   std::string name;          // Unknown: Var name to use; tagged: the tensor
   Location loc;

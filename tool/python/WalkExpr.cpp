@@ -108,7 +108,29 @@ Value Walker::lookup(const std::string& name, const State& st, TSNode at) {
     std::string origin = resolveAlias(name);
     // a class of a given file, imported by name (its constants, its records)
     if (auto c = classRef(origin, cur_)) return *c;
-    return vObject(origin == "os.environ" ? "environ" : "module", origin);
+    Value o = vObject(origin == "os.environ" ? "environ" : "module", origin);
+    if (cur_->from_names.count(name) && origin != "os.environ") {
+      // `from M import FLAG`: FLAG may be a plain value (an availability
+      // flag, a kill switch). A given M says what it holds; otherwise its
+      // truth is not known.
+      auto comps = splitDots(origin);
+      std::string last = comps.back();
+      comps.pop_back();
+      Module* m = comps.empty() ? nullptr : findModule(comps, cur_);
+      if (m && m != cur_ && !m->funcs.count(last) && !m->classes.count(last) && !m->aliases.count(last)) {
+        ensureWalked(m);
+        auto g = m->globals.find(last);
+        if (g != m->globals.end() && g->second.k != Value::K::Undef && g->second.k != Value::K::Unknown)
+          return g->second;
+      }
+      Resolved r = resolveDotted(origin, cur_, 0);
+      if (!r.mod || r.mod == cur_) {
+        o.truth_unknown = true;
+        o.name = name;
+        o.loc = loc(at);
+      }
+    }
+    return o;
   }
   if (auto c = classRef(name, cur_)) return *c;
   return unknown(at);

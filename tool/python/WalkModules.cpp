@@ -382,8 +382,10 @@ void Walker::recordImport(TSNode n) {
   }
   for (TSNode k : named(n)) {
     if (ts_node_eq(k, modnode)) continue;
-    if (is(k, "dotted_name")) cur_->aliases[text(k)] = mod + "." + text(k);
-    else if (is(k, "aliased_import")) cur_->aliases[text(field(k, "alias"))] = mod + "." + text(field(k, "name"));
+    std::string local;
+    if (is(k, "dotted_name")) cur_->aliases[local = text(k)] = mod + "." + text(k);
+    else if (is(k, "aliased_import")) cur_->aliases[local = text(field(k, "alias"))] = mod + "." + text(field(k, "name"));
+    if (!local.empty()) cur_->from_names.insert(local);
   }
 }
 

@@ -27,7 +27,9 @@ ExprPtr Walker::truthy(const Value& v) {
     case Value::K::Str: return model::Cmp(Op::Ne, v.e, model::StrC(""));
     case Value::K::List: return model::BoolC(!v.items.empty());
     // a dict display is its pairs (key, value, ...): empty is false
-    case Value::K::Object: return model::BoolC(v.tag != "dict" || !v.items.empty());
+    case Value::K::Object:
+      if (v.truth_unknown) return opaqueVar(v.name, v.name, Sort::Bool, v.loc);
+      return model::BoolC(v.tag != "dict" || !v.items.empty());
     case Value::K::Unknown: return materialize(v, Sort::Bool);
     case Value::K::Merge: return iteB(v.cond, truthy(*v.a), truthy(*v.b));
   }

@@ -105,6 +105,7 @@ struct Solver::Impl {
   z3::expr ws{ctx}, nvl{ctx}, nbytes{ctx};
   z3::expr cpp_flag{ctx}, flag_value{ctx};  // set when the trace split the flag
   z3::expr domain{ctx};      // always-true facts about config variables
+  z3::expr py_domain{ctx};   // those of the Python side alone (no C++ flag)
   z3::expr gate{ctx};        // G
   z3::expr assumed{ctx};     // the gate's asserts
   z3::expr launch_any{ctx};  // exists cpp-opaques. L
@@ -312,6 +313,76 @@ struct Solver::Impl {
     return q;
   }
 
+  // "The gate admits some configuration at all", as a formula over the
+  // uninterpreted Python terms only: exists config. domain && gate && asserts,
+  // every other constant (world size, NVLink, size, env, probes, policy
+  // inputs) renamed apart and eliminated. An error must hold for every value
+  // of the uninterpreted terms *under which this is true*: a term that can
+  // only switch the whole feature off (an op library that may fail to load,
+  // a kill switch) then never weakens one (DESIGN.md, feature switches).
+  std::optional<z3::expr> any_admit;
+  z3::expr anyAdmit() {
+    if (any_admit) return *any_admit;
+    z3::expr f = py_domain && gate && assumed && ws >= opt.min_world_size && ws <= opt.max_world_size;
+    std::set<unsigned> uninterp;
+    for (unsigned i = 0; i < py_uninterp.size(); ++i) uninterp.insert(py_uninterp[i].id());
+    z3::expr_vector from(ctx), to(ctx);
+    std::set<unsigned> seen;
+    std::vector<z3::expr> stack{f};
+    while (!stack.empty()) {
+      z3::expr e = stack.back();
+      stack.pop_back();
+      if (!e.is_app() || !seen.insert(e.id()).second) continue;
+      if (e.is_const() && e.decl().decl_kind() == Z3_OP_UNINTERPRETED) {
+        if (!uninterp.count(e.id())) {
+          from.push_back(e);
+          to.push_back(ctx.constant((e.decl().name().str() + "'any").c_str(), e.get_sort()));
+        }
+        continue;
+      }
+      for (unsigned k = 0; k < e.num_args(); ++k) stack.push_back(e.arg(k));
+    }
+    z3::expr g = from.empty() ? f : z3::exists(to, z3::expr(f).substitute(from, to));
+    try {
+      z3::goal gl(ctx);
+      gl.add(g);
+      z3::tactic qe = z3::try_for(z3::tactic(ctx, "qe"), opt.timeout_ms);
+      z3::apply_result ar = qe(gl);
+      if (ar.size() == 1) g = ar[0].as_expr();
+    } catch (const z3::exception&) {
+    }
+    any_admit = g;
+    return g;
+  }
+  // The uninterpreted Boolean terms that must hold one value for the gate to
+  // admit anything (index into py_uninterp, that value): what an error takes
+  // for granted, and says so.
+  std::optional<std::vector<std::pair<unsigned, bool>>> switches;
+  const std::vector<std::pair<unsigned, bool>>& featureSwitches() {
+    if (switches) return *switches;
+    switches.emplace();
+    z3::expr a = anyAdmit();
+    {
+      Query p(*this);
+      p.s.add(a);
+      if (p.s.check() != z3::sat) return *switches;  // nothing admitted: nothing to assume
+    }
+    for (unsigned i = 0; i < py_uninterp.size(); ++i) {
+      if (!py_uninterp[i].is_bool()) continue;
+      for (bool v : {true, false}) {
+        Query q(*this);
+        q.s.add(a && py_uninterp[i] == ctx.bool_val(!v));
+        if (q.s.check() == z3::unsat) {
+          switches->push_back({i, v});
+          break;
+        }
+      }
+    }
+    return *switches;
+  }
+  // What an error assumes: the asserts, and that the feature is on at all.
+  z3::expr premise() { return assumed && anyAdmit(); }
+
   // One incremental solver for every query: creating a Z3 solver costs ~10 ms,
   // a push/check/pop on a live one ~0.3 ms.
   std::optional<z3::solver> live;
@@ -499,6 +570,7 @@ Solver::Solver(const model::Gate& gate, const model::Dispatch& dispatch, Options
   I.nbytes = I.var(model::kNbytes, Sort::Int, VarKind::Config, Side::Python);
   // A zero-byte all-reduce writes nothing, so it cannot be a gap.
   I.domain = I.ws >= 1 && I.nbytes >= 1 && I.nbytes <= I.ctx.int_val(static_cast<int64_t>(kMaxBytes));
+  I.py_domain = I.domain;
   // Env variables both layers read are known up front, so minimalEnv sees them all.
   for (const auto& n : gate.env_reads) I.var(model::envSetVar(n), Sort::Bool, VarKind::Config, Side::Python);
   for (const auto& n : dispatch.env_reads) I.var(model::envSetVar(n), Sort::Bool, VarKind::Config, Side::Cpp);
@@ -691,7 +763,7 @@ std::optional<Gap> Solver::computeGap(const Cell& c, GapKind kind) {
   // asserts (not vacuously: where the asserts contradict each other for
   // every value, the program stops at one of them and no kernel is missed;
   // SGLang's first CustomAllReduceV2 checkout gave 14 false LG002 so).
-  z3::expr strict = I.forallUninterp(z3::implies(I.assumed, q), nullptr, &c) && I.assumed && q;
+  z3::expr strict = I.forallUninterp(z3::implies(I.premise(), q), nullptr, &c) && I.assumed && q;
   {
     Impl::Query sq(I);
     sq.s.add(strict);
@@ -744,6 +816,16 @@ std::optional<Gap> Solver::computeGap(const Cell& c, GapKind kind) {
     }
   }
   g.counterexample.env = env;
+  if (python_certain)
+    for (const auto& [i, v] : I.featureSwitches()) {
+      const std::string& n = I.py_uninterp_names[i];
+      auto it = std::find_if(gate_.opaques.begin(), gate_.opaques.end(),
+                             [&](const model::OpaqueSymbol& o) { return o.name == n; });
+      model::OpaqueSymbol o;
+      if (it != gate_.opaques.end()) o = *it;
+      else o.name = o.text = n;
+      g.assuming.push_back({o, v});
+    }
   if (!python_certain) {
     // The terms it depends on: those for which "for every value" alone
     // already breaks it. When only a combination does, name them all.
@@ -752,7 +834,7 @@ std::optional<Gap> Solver::computeGap(const Cell& c, GapKind kind) {
       z3::expr_vector one(I.ctx);
       one.push_back(I.py_uninterp[i]);
       Impl::Query dq(I);
-      dq.s.add(I.forallUninterp(z3::implies(I.assumed, q), &one, &c) && I.assumed && q);
+      dq.s.add(I.forallUninterp(z3::implies(I.premise(), q), &one, &c) && I.assumed && q);
       if (dq.s.check() == z3::unsat) names.push_back(I.py_uninterp_names[i]);
     }
     if (names.empty()) names = I.py_uninterp_names;

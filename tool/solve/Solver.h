@@ -83,6 +83,10 @@ struct Gap {
   // otherwise `depends_on` names the terms whose values it needs (a warning).
   bool certain = true;
   std::vector<model::OpaqueSymbol> depends_on;
+  // Certain gaps: uninterpreted terms that switch the whole feature (the gate
+  // admits nothing unless each has this value), and that value. The gap is
+  // proven on the assumption that the feature is on.
+  std::vector<std::pair<model::OpaqueSymbol, bool>> assuming;
 };
 
 // LG009's question: a config the gate admits for which the dispatch throws
