@@ -1,5 +1,8 @@
 #include "cli/Analysis.h"
 
+#include <algorithm>
+#include <cctype>
+
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -7,6 +10,7 @@
 
 #include "checks/Check.h"
 #include "fix/Fix.h"
+#include "link/CppChecks.h"
 #include "link/Link.h"
 #include "model/Errors.h"
 #include "python/PythonFrontend.h"
@@ -75,12 +79,58 @@ void selectionLayer(const std::vector<python::SourceFile>& sources, const target
   }
 }
 
+// Files given without --target: the target whose dispatch they define, by
+// content (a class or struct of its class name and a function of its
+// dispatch name, whatever the file is called); the default target first,
+// and the default when none matches.
+target::Target targetByContent(const Request& req) {
+  auto targets = target::loadTargets(req.rules_dir.empty() ? target::defaultRulesDir() : req.rules_dir);
+  std::string text;
+  for (const auto& p : req.cpp_files) text += readSource(p, req.max_file_bytes) + "\n";
+  auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  // NAME as a whole word, followed (after blanks) by one of `next`, or
+  // preceded (after blanks) by one of the words in `before`.
+  auto occurs = [&](const std::string& name, const std::string& next, const std::vector<std::string>& before) {
+    if (name.empty()) return false;
+    for (std::size_t at = text.find(name); at != std::string::npos; at = text.find(name, at + 1)) {
+      std::size_t end = at + name.size();
+      if ((at > 0 && word(text[at - 1])) || (end < text.size() && word(text[end]))) continue;
+      if (!next.empty()) {
+        std::size_t k = end;
+        while (k < text.size() && std::isspace(static_cast<unsigned char>(text[k]))) ++k;
+        if (k < text.size() && next.find(text[k]) != std::string::npos) return true;
+      }
+      std::size_t k = at;
+      while (k > 0 && std::isspace(static_cast<unsigned char>(text[k - 1]))) --k;
+      for (const auto& w : before)
+        if (k >= w.size() && text.compare(k - w.size(), w.size(), w) == 0 &&
+            (k == w.size() || !word(text[k - w.size() - 1])))
+          return true;
+    }
+    return false;
+  };
+  auto defines = [&](const target::Target& t) {
+    bool fn = false;
+    for (const auto& f : t.cpp.dispatch_functions) fn = fn || occurs(f, "(<", {});
+    if (!fn) return false;
+    if (t.cpp.class_names.empty()) return true;
+    for (const auto& c : t.cpp.class_names)
+      if (occurs(c, "", {"class", "struct"})) return true;
+    return false;
+  };
+  target::Target fallback = selectTarget(req.rules_dir, "");
+  if (defines(fallback)) return fallback;
+  for (auto& t : targets)
+    if (defines(t)) return t;
+  return fallback;
+}
+
 }  // namespace
 
 report::Result analyse(const Request& req) {
   if (req.python_files.empty()) throw InputError("no Python gate file given (--python FILE)");
   if (req.cpp_files.empty()) throw InputError("no C++ dispatch file given (--cpp FILE)");
-  target::Target tgt = selectTarget(req.rules_dir, req.target);
+  target::Target tgt = req.target.empty() ? targetByContent(req) : selectTarget(req.rules_dir, req.target);
 
   report::Result r;
   r.target = tgt.name;
@@ -100,6 +150,9 @@ report::Result analyse(const Request& req) {
   cpp::ParseOptions cpp_options = req.cpp;
   cpp_options.max_depth = req.max_depth;
   r.dispatch = cpp::extractDispatch(req.cpp_files, tgt.cpp, cpp_options);
+  // A check the gate calls through an op whose C++ body was given is read
+  // like Python code, with the arguments the call passes.
+  link::interpretCppChecks(r.gate, r.dispatch);
 
   // Follow the flag across the boundary; the C++ side of the flag is then
   // the value Python passes, not the hardware probe.

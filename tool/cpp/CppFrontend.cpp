@@ -190,7 +190,11 @@ class Consumer : public SemaConsumer {
               chosen = md;
               break;
             }
-          job_.result.dispatch = detail::walkDispatch(ctx, chosen, *job_.spec, wo);
+          detail::Reached reached;
+          // A launch in the text but not in the AST is one clang dropped only
+          // when clang rejected something (otherwise: a lambda, a skipped #if).
+          wo.tu_has_errors = job_.diags && !job_.diags->located.empty();
+          job_.result.dispatch = detail::walkDispatch(ctx, chosen, *job_.spec, wo, &reached);
           job_.result.dispatch.params = trace.params(chosen);
           job_.result.dispatch.is_template = chosen->getDescribedFunctionTemplate() != nullptr ||
                                              chosen->isTemplateInstantiation() || chosen->isDependentContext();
@@ -207,7 +211,8 @@ class Consumer : public SemaConsumer {
           if (job_.diags) {
             bool launches = false;
             for (const auto& l : job_.result.dispatch.leaves) launches |= l.kind == model::LeafKind::Launch;
-            job_.result.dispatch.broken = trace.errorsInside(chosen, job_.diags->located, launches);
+            for (auto& b : trace.errorsInside(chosen, job_.diags->located, launches, &reached))
+              job_.result.dispatch.broken.push_back(std::move(b));
           }
         }
       }

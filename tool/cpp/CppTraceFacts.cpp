@@ -3,6 +3,9 @@
 // the dispatch's conditions.
 #include "cpp/CppTraceFacts.h"
 
+#include "cpp/DispatchWalker.h"
+#include "model/Errors.h"
+
 #include <algorithm>
 #include <regex>
 #include <tuple>
@@ -143,7 +146,9 @@ bool TraceCollector::mayLaunch(SourceLocation l) {
 }
 
 std::vector<model::OpaqueSymbol> TraceCollector::errorsInside(
-    const FunctionDecl* fd, const std::vector<std::pair<SourceLocation, std::string>>& errors, bool launches_seen) {
+    const FunctionDecl* fd, const std::vector<std::pair<SourceLocation, std::string>>& errors, bool launches_seen,
+    const detail::Reached* reached) {
+  model::ExprPtr more_reached = model::False();
   std::vector<model::OpaqueSymbol> out;
   SourceLocation b = sm_.getExpansionLoc(fd->getBeginLoc()), e = sm_.getExpansionLoc(fd->getEndLoc());
   if (b.isInvalid() || e.isInvalid() || sm_.getFileID(b) != sm_.getFileID(e)) return out;
@@ -155,16 +160,23 @@ std::vector<model::OpaqueSymbol> TraceCollector::errorsInside(
     unsigned ox = sm_.getFileOffset(x);
     if (ox < ob || ox > oe) continue;
     if (launches_seen && !mayLaunch(l)) continue;
-    if (++n > 3) continue;
+    // Only the paths through the statement clang could not type are in doubt.
+    model::ExprPtr at = reached ? reached->at(l) : model::True();
+    if (++n > 3) {
+      more_reached = model::Or(more_reached, at);
+      continue;
+    }
     model::OpaqueSymbol o;
     o.name = "clang error in the dispatch";
     o.text = "clang error: " + msg;
     o.where = loc(l, false, "dispatch", "not understood: " + msg);
+    o.reached = at;
     out.push_back(std::move(o));
   }
   if (n > 3) {
     model::OpaqueSymbol o;
     o.name = o.text = std::to_string(n - 3) + " more clang error" + (n - 3 == 1 ? "" : "s") + " in the dispatch";
+    o.reached = more_reached;
     out.push_back(std::move(o));
   }
   return out;
@@ -390,6 +402,16 @@ void TraceCollector::entry(const FunctionDecl* fd) {
   e.params = params(fd);
   e.constructs = constructions(fd);
   e.where = loc(fd->getLocation(), false, "entry", e.name);
+  if (fd->getReturnType()->isBooleanType()) {
+    detail::WalkOptions wo;
+    wo.file_name = file_name_;
+    wo.is_user_code = [this](const SourceLocation& l) { return in_given_(l); };
+    try {
+      e.returns_true = detail::walkPredicate(ctx_, fd, spec_, wo, e.opaques);
+    } catch (const InputError&) {
+      e.returns_true = nullptr;  // too deep or too many paths: left uninterpreted
+    }
+  }
   facts.entries.push_back(std::move(e));
 }
 

@@ -13,6 +13,7 @@
 #include "clang/AST/Expr.h"
 #include "clang/AST/ExprCXX.h"
 #include "clang/AST/RecursiveASTVisitor.h"
+#include "cpp/DispatchWalker.h"
 #include "clang/Basic/SourceManager.h"
 #include "clang/Sema/ExternalSemaSource.h"
 #include "model/Model.h"
@@ -76,7 +77,7 @@ class TraceCollector {
   // come from a missing header). The first few, with their messages.
   std::vector<model::OpaqueSymbol> errorsInside(const FunctionDecl* fd,
                                                 const std::vector<std::pair<SourceLocation, std::string>>& errors,
-                                                bool launches_seen);
+                                                bool launches_seen, const detail::Reached* reached = nullptr);
   llvm::StringRef lineText(SourceLocation l);  // the source line a location is spelled on
   bool mayLaunch(SourceLocation l);  // its line, or a macro use it expands from, launches
 

@@ -107,6 +107,10 @@ bool Walker::containsSizeof(const Stmt* s) {
     if (!x) continue;
     if (auto* u = dyn_cast<UnaryExprOrTypeTraitExpr>(x))
       if (u->getKind() == UETT_SizeOf) return true;
+    // A tensor's element size is a sizeof in disguise (t.numel() * t.element_size()).
+    if (auto* mc = dyn_cast<CXXMemberCallExpr>(x))
+      if (const CXXMethodDecl* md = mc->getMethodDecl())
+        if (md->getIdentifier() && (md->getName() == "element_size" || md->getName() == "itemsize")) return true;
     for (auto* c : x->children()) stack.push_back(c);
   }
   return false;

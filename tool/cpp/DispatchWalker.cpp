@@ -7,6 +7,10 @@
 // DispatchLaunch.cpp, the Walker class in DispatchWalkerImpl.h.
 #include "cpp/DispatchWalker.h"
 
+#include <cctype>
+
+#include "clang/Lex/Lexer.h"
+
 #include <tuple>
 
 #include "clang/AST/DeclTemplate.h"
@@ -242,7 +246,21 @@ Flow Walker::exec(const Stmt* s, std::vector<State> in, int depth) {
                      std::to_string(opts_.max_depth) + " levels; giving up");
   }
   checkPaths(in.size(), s);
+  if (reached_) {
+    ExprPtr& pc = stmt_pc_[s];
+    if (!pc) pc = m::False();
+    for (const State& st : in) pc = orMerge(pc, st.pc);
+  }
   if (auto* cs = dyn_cast<CompoundStmt>(s)) {
+    // A launch clang dropped (its kernel did not type): read from the text,
+    // it is still the launch the compiled code makes on every way out.
+    std::optional<std::string> text_launch = droppedLaunch(cs);
+    if (text_launch) noteOnce("kernel launches read from the source text where clang could not type them");
+    auto launched = [&](std::vector<State>& states) {
+      if (text_launch)
+        for (State& st : states)
+          if (!st.launch) st.launch = LaunchInfo{*text_launch, cs->getBeginLoc(), 2};
+    };
     std::vector<State> cur = std::move(in);
     for (const Stmt* c : cs->body()) {
       if (cur.empty()) break;
@@ -252,6 +270,9 @@ Flow Walker::exec(const Stmt* s, std::vector<State> in, int depth) {
       for (auto& b : f.continues) out.continues.push_back(std::move(b));
       checkPaths(out.breaks.size() + cur.size(), c);
     }
+    launched(cur);
+    launched(out.breaks);
+    launched(out.continues);
     out.normal = std::move(cur);
     return out;
   }
@@ -266,6 +287,12 @@ Flow Walker::exec(const Stmt* s, std::vector<State> in, int depth) {
     return out;
   }
   if (auto* rs = dyn_cast<ReturnStmt>(s)) {
+    if (predicate_mode_) {
+      for (State& st : in)
+        if (const Expr* rv = rs->getRetValue())
+          returns_true_ = orMerge(returns_true_, m::And(st.pc, asBool(eval(rv, st), rv)));
+      return out;
+    }
     for (State& st : in) {
       if (rs->getRetValue() && !effects(rs->getRetValue(), st)) continue;
       // An explicit return is itself the decision: the leaf sits there.
@@ -669,7 +696,149 @@ m::Dispatch Walker::run(const FunctionDecl* fd) {
       }
   d.env_reads = env_reads_;
   d.notes = notes_;
+  if (reached_) {
+    reached_->sm = &sm_;
+    for (const auto& [s, pc] : stmt_pc_) {
+      SourceRange r = s->getSourceRange();
+      if (r.isInvalid()) continue;
+      reached_->spans.push_back({sm_.getExpansionRange(r.getBegin()).getBegin(), sm_.getExpansionRange(r.getEnd()).getEnd(),
+                                 sm_.getSpellingLoc(r.getBegin()), sm_.getSpellingLoc(r.getEnd()), pc});
+    }
+  }
   return d;
+}
+
+// Macros of the dispatch's file whose definition launches: `<<<`, or a use of
+// another such macro (to a fixpoint), read from the source text.
+std::set<std::string> Walker::launchingMacros() {
+  std::map<std::string, std::string> bodies;
+  bool invalid = false;
+  llvm::StringRef buf = sm_.getBufferData(sm_.getMainFileID(), &invalid);
+  if (invalid) return {};
+  std::string text = buf.str();
+  for (std::size_t at = text.find("#define"); at != std::string::npos; at = text.find("#define", at + 7)) {
+    std::size_t k = at + 7;
+    while (k < text.size() && (text[k] == ' ' || text[k] == '\t')) ++k;
+    std::size_t b = k;
+    while (k < text.size() && (std::isalnum(static_cast<unsigned char>(text[k])) || text[k] == '_')) ++k;
+    std::string name = text.substr(b, k - b);
+    std::size_t end = k;
+    while (end < text.size() && text[end] != '\n') {
+      end = text.find('\n', end);
+      if (end == std::string::npos) end = text.size();
+      else if (end > 0 && text[end - 1] == '\\') ++end;
+      else break;
+    }
+    if (!name.empty()) bodies[name] += text.substr(k, end - k);
+  }
+  std::set<std::string> out;
+  auto uses = [](const std::string& body, const std::string& name) {
+    for (std::size_t p = body.find(name); p != std::string::npos; p = body.find(name, p + 1)) {
+      bool l = p == 0 || !(std::isalnum(static_cast<unsigned char>(body[p - 1])) || body[p - 1] == '_');
+      std::size_t e = p + name.size();
+      bool r = e >= body.size() || !(std::isalnum(static_cast<unsigned char>(body[e])) || body[e] == '_');
+      if (l && r) return true;
+    }
+    return false;
+  };
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (const auto& [name, body] : bodies) {
+      if (out.count(name)) continue;
+      bool launches = body.find("<<<") != std::string::npos;
+      for (const auto& m : out) launches = launches || uses(body, m);
+      if (launches) grew = out.insert(name).second || grew;
+    }
+  }
+  return out;
+}
+
+bool Walker::textLaunches(const Stmt* s, const std::set<std::string>& macros) {
+  SourceLocation b = sm_.getSpellingLoc(s->getBeginLoc()), e = sm_.getSpellingLoc(s->getEndLoc());
+  if (b.isInvalid() || e.isInvalid() || sm_.getFileID(b) != sm_.getFileID(e) ||
+      sm_.getFileOffset(e) < sm_.getFileOffset(b))
+    return false;
+  std::string t = Lexer::getSourceText(CharSourceRange::getTokenRange(b, e), sm_, ctx_.getLangOpts()).str();
+  if (t.find("<<<") != std::string::npos) return true;
+  for (const auto& m : macros)
+    for (std::size_t p = t.find(m); p != std::string::npos; p = t.find(m, p + 1)) {
+      bool l = p == 0 || !(std::isalnum(static_cast<unsigned char>(t[p - 1])) || t[p - 1] == '_');
+      std::size_t q = p + m.size();
+      bool r = q >= t.size() || !(std::isalnum(static_cast<unsigned char>(t[q])) || t[q] == '_');
+      if (l && r) return true;
+    }
+  return false;
+}
+
+// A block that launches by its text but holds no launch in the AST, and no
+// inner block that does so (that one explains it): a launch clang dropped.
+// Its kernel: the longest identifier among the launching call's arguments
+// (KL(ngpus, cross_device_reduce_1stage)), else the text.
+std::optional<std::string> Walker::droppedLaunch(const CompoundStmt* cs) {
+  if (!opts_.tu_has_errors) return std::nullopt;
+  auto memo = dropped_memo_.find(cs);
+  if (memo != dropped_memo_.end()) return memo->second;
+  std::optional<std::string> out;
+  if (!launching_macros_) launching_macros_ = launchingMacros();
+  if (!findLaunch(cs) && textLaunches(cs, *launching_macros_)) {
+    bool inner = false;
+    std::vector<const Stmt*> stack(cs->child_begin(), cs->child_end());
+    while (!stack.empty() && !inner) {
+      const Stmt* x = stack.back();
+      stack.pop_back();
+      if (!x) continue;
+      if (auto* c = dyn_cast<CompoundStmt>(x); c && textLaunches(c, *launching_macros_)) inner = true;
+      for (const Stmt* k : x->children()) stack.push_back(k);
+    }
+    if (!inner) {
+      std::string t = squash(Lexer::getSourceText(
+          CharSourceRange::getTokenRange(sm_.getSpellingLoc(cs->getBeginLoc()), sm_.getSpellingLoc(cs->getEndLoc())),
+          sm_, ctx_.getLangOpts()));
+      std::string best;
+      std::size_t open = t.find('(');
+      for (std::size_t i = open == std::string::npos ? t.size() : open + 1; i < t.size();) {
+        if (std::isalpha(static_cast<unsigned char>(t[i])) || t[i] == '_') {
+          std::size_t j = i;
+          while (j < t.size() && (std::isalnum(static_cast<unsigned char>(t[j])) || t[j] == '_')) ++j;
+          if (j - i > best.size()) best = t.substr(i, j - i);
+          i = j;
+        } else {
+          ++i;
+        }
+      }
+      out = best.empty() ? t : best;
+    }
+  }
+  dropped_memo_[cs] = out;
+  return out;
+}
+
+ExprPtr Walker::runPredicate(const FunctionDecl* fd, std::vector<m::OpaqueSymbol>& opaques) {
+  predicate_mode_ = true;
+  returns_true_ = m::False();
+  fn_name_ = fd->getNameAsString();
+  const Stmt* body = fd->getBody();
+  if (!body) return nullptr;
+  std::vector<State> start(1);
+  for (const ParmVarDecl* p : fd->parameters()) {
+    QualType t = p->getType();
+    if (t.isNull() || t->isDependentType() || p->getName().empty()) continue;
+    if (t->isBooleanType())
+      start[0].locals[p] = Val::boolean(m::Var("param:" + p->getNameAsString(), m::Sort::Bool));
+    else if (t->isIntegralOrEnumerationType())
+      start[0].locals[p] = Val::integer(m::Var("param:" + p->getNameAsString(), m::Sort::Int));
+  }
+  exec(body, std::move(start), 0);
+  std::set<std::string> seen;
+  for (const auto& v : m::varsOf(returns_true_))
+    if (v.kind == m::VarKind::Opaque && seen.insert(v.name).second) {
+      m::OpaqueSymbol o;
+      o.name = o.text = v.name;
+      auto it = opaque_where_.find(v.name);
+      if (it != opaque_where_.end()) o.where = loc(it->second, false, "opaque", v.name);
+      opaques.push_back(o);
+    }
+  return returns_true_;
 }
 
 }  // namespace walker
@@ -697,10 +866,58 @@ bool bodyLaunches(ASTContext& ctx, const FunctionDecl* fd, const WalkOptions& op
   return !w.kernelOfFunction(fd).empty();
 }
 
+model::ExprPtr walkPredicate(ASTContext& ctx, const FunctionDecl* fd, const target::CppDispatchSpec& spec,
+                             const WalkOptions& opts, std::vector<model::OpaqueSymbol>& opaques) {
+  if (!fd->getReturnType()->isBooleanType() || !fd->doesThisDeclarationHaveABody()) return nullptr;
+  Walker w(ctx, spec, opts);
+  return w.runPredicate(fd, opaques);
+}
+
 model::Dispatch walkDispatch(ASTContext& ctx, const FunctionDecl* fd, const target::CppDispatchSpec& spec,
                              const WalkOptions& opts) {
+  return walkDispatch(ctx, fd, spec, opts, nullptr);
+}
+
+model::Dispatch walkDispatch(ASTContext& ctx, const FunctionDecl* fd, const target::CppDispatchSpec& spec,
+                             const WalkOptions& opts, Reached* reached) {
   Walker w(ctx, spec, opts);
+  w.recordReach(reached);
   return w.run(fd);
+}
+
+model::ExprPtr Reached::at(SourceLocation l) const {
+  if (!sm || l.isInvalid()) return model::True();
+  SourceLocation exp = sm->getExpansionLoc(l), sp = sm->getSpellingLoc(l);
+  auto within = [&](SourceLocation x, SourceLocation b, SourceLocation e) {
+    if (b.isInvalid() || e.isInvalid() || sm->getFileID(x) != sm->getFileID(b) || sm->getFileID(x) != sm->getFileID(e))
+      return false;
+    unsigned o = sm->getFileOffset(x);
+    return sm->getFileOffset(b) <= o && o <= sm->getFileOffset(e);
+  };
+  auto width = [&](SourceLocation b, SourceLocation e) -> unsigned {
+    if (sm->getFileID(b) != sm->getFileID(e)) return ~0u;
+    return sm->getFileOffset(e) - std::min(sm->getFileOffset(e), sm->getFileOffset(b));
+  };
+  // The innermost span by expansion; among equal ones (one macro use), the
+  // innermost by spelling; the conditions of equally inner spans OR-ed.
+  const Span* best = nullptr;
+  model::ExprPtr pc;
+  std::pair<unsigned, unsigned> best_w{~0u, ~0u};
+  for (const auto& s : spans) {
+    if (!within(exp, s.exp_begin, s.exp_end)) continue;
+    bool in_macro = l.isMacroID();
+    unsigned sw = ~0u;
+    if (in_macro && within(sp, s.sp_begin, s.sp_end)) sw = width(s.sp_begin, s.sp_end);
+    std::pair<unsigned, unsigned> w{width(s.exp_begin, s.exp_end), sw};
+    if (!best || w < best_w) {
+      best = &s;
+      best_w = w;
+      pc = s.pc;
+    } else if (w == best_w) {
+      pc = model::Or(pc, s.pc);
+    }
+  }
+  return best ? pc : model::True();
 }
 
 }  // namespace layergate::cpp::detail

@@ -10,6 +10,9 @@
 
 #include <functional>
 #include <string>
+#include <vector>
+
+#include "clang/Basic/SourceLocation.h"
 
 #include "model/Model.h"
 #include "target/Target.h"
@@ -25,6 +28,9 @@ namespace layergate::cpp::detail {
 
 struct WalkOptions {
   int max_depth = 200;
+  // Clang rejected something in the translation unit: a launch in the text
+  // that the AST lacks is one clang dropped (read from the text).
+  bool tu_has_errors = false;
   std::size_t max_paths = 20000;
   // File name to report for a location's file (the caller's spelling for the
   // files it gave us).
@@ -40,6 +46,31 @@ bool bodyLaunches(clang::ASTContext& ctx, const clang::FunctionDecl* fd, const W
 
 // The parameters of a template (null: none), as the model names their kinds.
 std::vector<model::Dispatch::TemplateParam> templateParams(const clang::TemplateDecl* td);
+
+// The condition under which fd, a function returning bool, returns true (its
+// bool and integer parameters as Var("param:NAME")); null when fd does not
+// return bool or has no body. Throws InputError as walkDispatch.
+model::ExprPtr walkPredicate(clang::ASTContext& ctx, const clang::FunctionDecl* fd,
+                             const target::CppDispatchSpec& spec, const WalkOptions& opts,
+                             std::vector<model::OpaqueSymbol>& opaques);
+
+// Where a dispatch walk went: per statement it ran, the condition under which
+// it did. at(l): that of the innermost statement around l (its expansion and,
+// inside a macro, its spelling), OR-ed over the expansions; True when no
+// statement the walk ran holds l (a declaration clang dropped at the top).
+class Reached {
+ public:
+  struct Span {
+    clang::SourceLocation exp_begin, exp_end, sp_begin, sp_end;
+    model::ExprPtr pc;
+  };
+  const clang::SourceManager* sm = nullptr;
+  std::vector<Span> spans;
+  model::ExprPtr at(clang::SourceLocation l) const;
+};
+
+model::Dispatch walkDispatch(clang::ASTContext& ctx, const clang::FunctionDecl* fd,
+                             const target::CppDispatchSpec& spec, const WalkOptions& opts, Reached* reached);
 
 model::Dispatch walkDispatch(clang::ASTContext& ctx, const clang::FunctionDecl* fd,
                              const target::CppDispatchSpec& spec, const WalkOptions& opts);

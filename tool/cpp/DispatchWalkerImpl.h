@@ -200,6 +200,11 @@ class Walker {
   // --- driver, in DispatchWalker.cpp -------------------------------------------
 
   m::Dispatch run(const FunctionDecl* fd);
+  // A check written in C++ (a function returning bool that a Python gate
+  // calls through an op): the condition under which it returns true, its
+  // bool and integer parameters as Var("param:NAME"); the opaque terms it
+  // reads, with their locations.
+  ExprPtr runPredicate(const FunctionDecl* fd, std::vector<m::OpaqueSymbol>& opaques);
 
  private:
   ASTContext& ctx_;
@@ -217,6 +222,22 @@ class Walker {
   std::set<const IfStmt*> nvlink_ifs_;  // ifs whose condition read the NVLink flag on some path
   std::unique_ptr<ParentMap> parents_;
   std::set<const VarDecl*> globals_in_eval_;
+  // Launches clang dropped (a kernel whose types come from a missing header
+  // is invalid, and its launches vanish without a diagnostic in the
+  // dispatch): blocks whose source text launches (`<<<`, or a macro whose
+  // definition does) but whose AST holds no launch.
+  std::optional<std::string> droppedLaunch(const CompoundStmt* cs);
+  std::map<const CompoundStmt*, std::optional<std::string>> dropped_memo_;
+  std::optional<std::set<std::string>> launching_macros_;
+  std::set<std::string> launchingMacros();
+  bool textLaunches(const Stmt* s, const std::set<std::string>& macros);
+  Reached* reached_ = nullptr;           // where the walk went (set by walkDispatch's caller)
+  std::map<const Stmt*, ExprPtr> stmt_pc_;
+ public:
+  void recordReach(Reached* r) { reached_ = r; }
+ private:
+  bool predicate_mode_ = false;          // runPredicate: returns are the result, not leaves
+  ExprPtr returns_true_ = m::False();
   int eval_depth_ = 0;
 };
 

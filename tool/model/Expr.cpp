@@ -258,6 +258,57 @@ std::vector<VarRef> varsOf(const ExprPtr& e) {
   return out;
 }
 
+ExprPtr substitute(const ExprPtr& root, const std::map<std::string, Replacement>& by) {
+  if (!root || by.empty()) return root;
+  std::map<const Expr*, ExprPtr> done;
+  std::vector<std::pair<const Expr*, bool>> stack{{root.get(), false}};
+  // Keep the shared_ptr of every node reachable, to return unchanged ones as they are.
+  std::map<const Expr*, ExprPtr> self{{root.get(), root}};
+  while (!stack.empty()) {
+    auto [x, expanded] = stack.back();
+    stack.pop_back();
+    if (done.count(x)) continue;
+    if (!expanded) {
+      stack.push_back({x, true});
+      for (const auto& a : x->args) {
+        self.emplace(a.get(), a);
+        if (!done.count(a.get())) stack.push_back({a.get(), false});
+      }
+      continue;
+    }
+    ExprPtr out = self.at(x);
+    if (x->op == Op::Var) {
+      auto it = by.find(x->s);
+      if (it != by.end() && it->second.sort == x->sort && it->second.value) out = it->second.value;
+    } else if (!x->args.empty()) {
+      std::vector<ExprPtr> a;
+      bool changed = false;
+      for (const auto& k : x->args) {
+        a.push_back(done.at(k.get()));
+        changed = changed || a.back() != k;
+      }
+      if (changed) {
+        switch (x->op) {
+          case Op::Not: out = Not(a[0]); break;
+          case Op::And: out = And(a[0], a[1]); break;
+          case Op::Or: out = Or(a[0], a[1]); break;
+          case Op::Implies: out = Implies(a[0], a[1]); break;
+          case Op::Ite: out = Ite(a[0], a[1], a[2]); break;
+          case Op::Eq: case Op::Ne: case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge:
+            out = Cmp(x->op, a[0], a[1]);
+            break;
+          case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Mod: out = Arith(x->op, a[0], a[1]); break;
+          case Op::Neg: out = Neg(a[0]); break;
+          case Op::StrToInt: out = StrToInt(a[0]); break;
+          default: break;
+        }
+      }
+    }
+    done.emplace(x, out);
+  }
+  return done.at(root.get());
+}
+
 std::string envVar(const std::string& name) { return "env:" + name; }
 std::string envSetVar(const std::string& name) { return "env:" + name + "#set"; }
 ExprPtr EnvValue(const std::string& name) { return Var(envVar(name), Sort::Str); }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -84,6 +85,14 @@ struct VarRef {
   VarKind kind;
 };
 std::vector<VarRef> varsOf(const ExprPtr& e);
+
+// e with every Var whose name (and sort) a key of `by` names replaced by its
+// value, rebuilt through the folding constructors. Iterative, as varsOf.
+struct Replacement {
+  Sort sort;
+  ExprPtr value;
+};
+ExprPtr substitute(const ExprPtr& e, const std::map<std::string, Replacement>& by);
 
 // Well-known config variable names (DESIGN.md vocabulary).
 inline constexpr const char* kWorldSize = "world_size";

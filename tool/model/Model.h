@@ -35,6 +35,21 @@ struct Hop {
 // (tool/link) can follow the NVLink flag across the language boundary. Found
 // by positions and names in the code, never by knowing the flag's spelling.
 
+// A symbol the frontend could not interpret, reported so the user knows what
+// the verdict assumes. A free one is a fact of the user's machine (a probe's
+// own code, an import that may fail): a finding may choose its value. The
+// others are code the analysis did not understand: an error holds for all
+// their values, a possible gap (LG008) names them.
+struct OpaqueSymbol {
+  std::string name;  // the Var name used in expressions
+  std::string text;  // source text it stands for
+  Location where;
+  bool free = false;
+  // A clang error in the dispatch (Dispatch::broken): the condition under
+  // which the dispatch runs the statement it sits in; null: everywhere.
+  ExprPtr reached;
+};
+
 // An argument at a Python call site.
 struct CallArg {
   int position = -1;        // 0-based positional index; -1 for a keyword argument
@@ -53,6 +68,10 @@ struct NativeCall {
   std::string name;         // op name: last component, skipping "default"/"__call__": "init_custom_ar"
   ExprPtr reached = True(); // path condition at the call
   std::vector<CallArg> args;
+  // The uninterpreted term its result is where the gate uses it (a Var of
+  // that name): what the link stage replaces when the op's C++ body is a
+  // check it can read (CppEntry::returns_true).
+  std::string result;
   Location where;
   // The op wrapper this call reaches, as name resolution found it: an index
   // into Gate::forwarders, or -1 (not a given def, or not resolved). For a
@@ -105,6 +124,12 @@ struct CppEntry {
   std::vector<CppParam> params;
   std::vector<Construction> constructs;
   Location where;
+  // A function returning bool: the condition under which it returns true,
+  // over Var("param:NAME") for its bool/integer parameters and config
+  // variables (a tensor's byte count is nbytes); null otherwise. What a gate
+  // check written in C++ decides (vLLM of mid-2024 kept should_custom_ar so).
+  ExprPtr returns_true;
+  std::vector<OpaqueSymbol> opaques;  // what returns_true reads that was not interpreted
 };
 
 // member(param) in a constructor's init list, or `member = param;` in its body.
@@ -129,17 +154,6 @@ struct MemberUse {
   Location where;                      // the condition (spelling location)
 };
 
-// A symbol the frontend could not interpret, reported so the user knows what
-// the verdict assumes. A free one is a fact of the user's machine (a probe's
-// own code, an import that may fail): a finding may choose its value. The
-// others are code the analysis did not understand: an error holds for all
-// their values, a possible gap (LG008) names them.
-struct OpaqueSymbol {
-  std::string name;  // the Var name used in expressions
-  std::string text;  // source text it stands for
-  Location where;
-  bool free = false;
-};
 
 // One condition the gate checks, for the report ("world_size > 2 and not
 // full_nvlink -> return" at file:line).
@@ -222,6 +236,10 @@ struct Gate {
   std::vector<std::string> notes;   // approximations the walker made
   // Trace facts.
   std::vector<NativeCall> native_calls;  // from the gate class
+  // Calls outside the constructor that the walker did not interpret (a
+  // per-call check through an op, inside its wrapper too): the link stage
+  // reads those whose C++ body returns bool and is given.
+  std::vector<NativeCall> result_calls;
   std::vector<Forwarder> forwarders;     // from every given Python file
   std::vector<std::string> files;        // the Python files that were read
   GuardSite guard_site;                  // for the safe fix of LG001/LG002

@@ -243,7 +243,7 @@ Value Walker::evalCallInner(TSNode n, const Args& a, State& st, Frame& fr, Ctx& 
       }
       auto p = spec_.probes.find(last);
       if (p != spec_.probes.end()) return applyPatches(last, probeAt(p->second, n), n, a, st, fr, cx);
-      if (!notAnOp(name) && recordingCalls(fr, n)) recordNative(n, fn, "", st, fr, cx);
+      if (!notAnOp(name) && (recordingCalls(fr, n) || recordingResults(fr, n))) recordNative(n, fn, "", st, fr, cx);
     }
     return unknown(n);
   }
@@ -312,7 +312,8 @@ Value Walker::evalCallInner(TSNode n, const Args& a, State& st, Frame& fr, Ctx& 
     if (p != spec_.probes.end()) return applyPatches(attr, probeAt(p->second, n), n, a, st, fr, cx);
     auto pf = spec_.platform_flags.find(attr);
     if (pf != spec_.platform_flags.end()) return vBool(model::BoolC(pf->second));
-    if (!isLoggingObject(base) && !(o.k == Value::K::Object && o.tag == "environ") && recordingCalls(fr, n))
+    if (!isLoggingObject(base) && !(o.k == Value::K::Object && o.tag == "environ") &&
+        (recordingCalls(fr, n) || recordingResults(fr, n)))
       recordNative(n, fn, "", st, fr, cx);
     return unknown(n);
   }

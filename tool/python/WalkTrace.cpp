@@ -109,6 +109,10 @@ void Walker::traceStore(Value& v, const std::string& kind, TSNode stmt) {
 
 // --- given files: calls, op wrappers, native calls ---------------------------------
 
+bool Walker::recordingResults(const Frame& fr, TSNode call) const {
+  return !fr.in_ctor && aux_depth_ == 0 && !collecting_patches_ && gate_.result_calls.size() < 64;
+}
+
 bool Walker::recordingCalls(const Frame& fr, TSNode call) const {
   return fr.in_ctor && forwarder_depth_ == 0 && aux_depth_ == 0 && !collecting_patches_ &&
          &modOf(call) == gate_mod_;
@@ -152,6 +156,7 @@ void Walker::recordNative(TSNode call, TSNode fnnode, const std::string& name, S
   nc.reached = model::And(fr.entry, model::And(st.full(), cx.guard));
   nc.where = loc(call, "native call");
   nc.where.note = shortText(call);
+  nc.result = shortText(call);  // the name unknown(call) materialises under
   auto rejects = gate_.rejects;
   int stmts = statements_;
   State sc = st;
@@ -188,6 +193,12 @@ void Walker::recordNative(TSNode call, TSNode fnnode, const std::string& name, S
   --tentative_;
   gate_.rejects = std::move(rejects);
   statements_ = stmts;
+  if (!fr.in_ctor) {
+    // A result call: once per call site and path (the link stage needs its
+    // arguments' values, which differ only by the path's bindings).
+    gate_.result_calls.push_back(std::move(nc));
+    return;
+  }
   addNative(std::move(nc), call);
 }
 

@@ -202,6 +202,9 @@ class Walker {
   bool recordingCalls(const Frame& fr, TSNode call) const;
   static std::string opName(const std::string& callee);
   ExprPtr flagExpr(const Value& v);
+  // Outside the constructor: a call whose result the gate may use (a per-call
+  // check through an op), kept in Gate::result_calls for the link stage.
+  bool recordingResults(const Frame& fr, TSNode call) const;
   void recordNative(TSNode call, TSNode fnnode, const std::string& name, State& st, Frame& fr, Ctx& cx,
                     int wrapper = -1);
   void addNative(model::NativeCall nc, TSNode call);

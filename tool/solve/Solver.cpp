@@ -112,6 +112,8 @@ struct Solver::Impl {
   z3::expr none_any{ctx};    // exists cpp-opaques. N
   z3::expr throw_any{ctx};   // exists cpp-opaques. T
   std::vector<z3::expr> leaf_conds;   // per dispatch leaf, cpp opaques free
+  std::vector<z3::expr> broken_conds; // per clang error in the dispatch: some path runs through it
+  z3::expr broken_any{ctx};
   std::vector<z3::expr> admit_conds;  // per gate.admits
   std::vector<z3::expr> reject_conds; // per gate.rejects
 
@@ -599,6 +601,12 @@ Solver::Solver(const model::Gate& gate, const model::Dispatch& dispatch, Options
     (leaf.kind == LeafKind::Launch ? L : leaf.kind == LeafKind::Throw ? T : N) =
         (leaf.kind == LeafKind::Launch ? L : leaf.kind == LeafKind::Throw ? T : N) || c;
   }
+  I.broken_any = I.ctx.bool_val(false);
+  for (const auto& b : dispatch.broken) {
+    z3::expr at = b.reached ? I.existsCpp(I.translate(b.reached, Side::Cpp)) : I.ctx.bool_val(true);
+    I.broken_conds.push_back(at);
+    I.broken_any = I.broken_any || at;
+  }
   I.launch_any = I.existsCpp(L);
   I.none_any = I.existsCpp(N);
   I.throw_any = I.existsCpp(T);
@@ -770,10 +778,16 @@ std::optional<Gap> Solver::computeGap(const Cell& c, GapKind kind) {
     g.certain = I.sat(sq.s, c, "gap for every value of the uninterpreted terms");
   }
   const bool python_certain = g.certain;
-  const z3::expr& base = g.certain ? strict : q;
-  // Clang errors inside the dispatch: the path without a kernel (or the
-  // throw) may be code clang dropped, so the gap is possible, not proven.
-  if (!dispatch_.broken.empty()) g.certain = false;
+  z3::expr base = g.certain ? strict : q;
+  // Clang errors inside the dispatch: on a path through one, the missing
+  // kernel (or the throw) may be code clang dropped, so a gap there is
+  // possible, not proven; one whose paths avoid every such statement stands.
+  if (!dispatch_.broken.empty() && g.certain) {
+    Impl::Query bq(I);
+    bq.s.add(strict && !I.broken_any);
+    g.certain = I.sat(bq.s, c, "gap outside code clang could not type");
+    if (g.certain) base = strict && !I.broken_any;
+  }
   g.sizes = I.sizeRange(base, c);
   // Prefer a counterexample at the low end of the gap: the smallest size is
   // the one a user meets first.
@@ -850,7 +864,12 @@ std::optional<Gap> Solver::computeGap(const Cell& c, GapKind kind) {
       }
     }
   }
-  for (const auto& b : dispatch_.broken) g.depends_on.push_back(b);
+  if (!g.certain)
+    for (size_t i = 0; i < dispatch_.broken.size(); ++i) {
+      Impl::Query bq(I);
+      bq.s.add(q && I.broken_conds[i]);
+      if (bq.s.check() != z3::unsat) g.depends_on.push_back(dispatch_.broken[i]);
+    }
 
   // Which leaf, which admitting return, which constructor checks the env opens.
   z3::expr pin = I.pinConfig(m);

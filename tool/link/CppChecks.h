@@ -1,0 +1,31 @@
+// CppChecks: gate checks written in C++.
+//
+// Takes: the Gate (its op calls and the uninterpreted terms their results
+// are) and the Dispatch's entry functions (a function returning bool has the
+// condition under which it returns true). Returns: the Gate with each such
+// call's result replaced by that condition, its parameters bound to the
+// values the Python call passes, so the check is interpreted like Python
+// code (vLLM of mid-2024 kept its per-call check, should_custom_ar, in C++
+// behind an op). A C++ body not in the given files leaves the call
+// uninterpreted, as before.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "model/Model.h"
+
+namespace layergate::link {
+
+struct CppCheck {
+  std::string function;              // the C++ function read
+  std::string result;                // the uninterpreted term it replaced
+  model::Location where;             // its definition
+  model::Location call;              // the Python call whose result it decides
+  std::vector<std::string> unbound;  // parameters Python passes no known value for
+  const model::CppEntry* entry = nullptr;
+};
+
+std::vector<CppCheck> interpretCppChecks(model::Gate& gate, const model::Dispatch& dispatch);
+
+}  // namespace layergate::link
