@@ -235,6 +235,24 @@ TEST(Solver, AFeatureSwitchNeverWeakensAGap) {
   EXPECT_NE(ks[0].locations.back().note.find("is false"), std::string::npos) << ks[0].locations.back().note;
 }
 
+// Only Boolean terms are switches: an uninterpreted number may be a
+// configuration quantity under another name (a world size handed in), and
+// "admits for some value of it" must not prove a gap at a world size it
+// would have refused.
+TEST(Solver, AnUninterpretedNumberIsNoFeatureSwitch) {
+  using T = std::tuple<std::string, int, bool>;
+  auto d = dispatch();
+  Gate g;
+  auto tp = Var("parameter tp", Sort::Int, VarKind::Opaque);
+  // the gate checks its own world size, tp, which the analysis cannot tie to the dispatch's
+  g.admit = OrAll({Cmp(Op::Eq, tp, IntC(2)), Cmp(Op::Eq, tp, IntC(4))});
+  g.per_call = True();
+  g.opaques.push_back(OpaqueSymbol{"parameter tp", "parameter tp", at(2), false});
+  auto fs = check(g, d);
+  ASSERT_FALSE(fs.empty());
+  for (const auto& f : fs) EXPECT_EQ(f.rule, "LG008") << f.message;
+}
+
 // The quantifier is over the term's values, not its presence: a term whose
 // value cannot change the verdict (a tautology over it) leaves the error.
 TEST(Solver, AnErrorHoldsForEveryValueOfTheUninterpretedTerms) {

@@ -442,6 +442,18 @@ Value Walker::defaultValue(const Param& p) {
 }
 
 Value Walker::paramUnknown(const std::string& name, TSNode at) {
+  // A parameter of the gate's entry named as one of the configuration
+  // quantities its probes give (world_size, rank): the caller hands it that
+  // quantity (a constructor or factory parameter is how the world size
+  // reaches a gate built by its caller), so it is that variable, never an
+  // uninterpreted term (quantified over, it would decouple the gate's world
+  // size from the dispatch's).
+  for (const auto& [probe, var] : spec_.probes)
+    if (var == name) {
+      Value v = probeValue(var);
+      v.origin.push_back(hop("parameter", at));
+      return v;
+    }
   Value u;
   u.k = Value::K::Unknown;
   u.name = "param:" + name;

@@ -316,7 +316,7 @@ struct Solver::Impl {
   }
 
   // "The gate admits some configuration at all", as a formula over the
-  // uninterpreted Python terms only: exists config. domain && gate && asserts,
+  // uninterpreted Boolean Python terms only: exists config. domain && gate && asserts,
   // every other constant (world size, NVLink, size, env, probes, policy
   // inputs) renamed apart and eliminated. An error must hold for every value
   // of the uninterpreted terms *under which this is true*: a term that can
@@ -336,7 +336,11 @@ struct Solver::Impl {
       stack.pop_back();
       if (!e.is_app() || !seen.insert(e.id()).second) continue;
       if (e.is_const() && e.decl().decl_kind() == Z3_OP_UNINTERPRETED) {
-        if (!uninterp.count(e.id())) {
+        // Only Boolean terms can be switches (a load flag, a kill switch); an
+        // uninterpreted number may be a configuration quantity under another
+        // name (a world size handed in): "some value of it admits" keeps
+        // every gap over it possible.
+        if (!uninterp.count(e.id()) || !e.is_bool()) {
           from.push_back(e);
           to.push_back(ctx.constant((e.decl().name().str() + "'any").c_str(), e.get_sort()));
         }
