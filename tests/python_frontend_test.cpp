@@ -539,7 +539,7 @@ class CustomAllreduce:
 }
 
 TEST(PythonFrontend, ModuleTryAndLoopsBecomeNamedOpaques) {
-  std::string src = gateSrc("for i in range(world_size):\n    if i > 100:\n        return\nif world_size > 2 and not full_nvlink:\n    return",
+  std::string src = gateSrc("for i in peers(group):\n    if i > 100:\n        return\nif world_size > 2 and not full_nvlink:\n    return",
                             "self.world_size == 2 or self.full_nvlink",
                             "try:\n    import sgl_kernel\n    custom_ar = True\nexcept ImportError:\n    custom_ar = False\n");
   src.replace(src.find("        self.disabled = True\n"), 0, "");
@@ -553,6 +553,16 @@ TEST(PythonFrontend, ModuleTryAndLoopsBecomeNamedOpaques) {
   for (const auto& o : g.opaques)
     if (o.name.find("try@") == 0) c.bools[o.name] = false;
   EXPECT_FALSE(admits(g, c));
+}
+
+// A loop over range(n) runs exactly when n > 0: it is no unknown (an
+// unknown "iterates" let a counterexample say the loop over the world size
+// does not run beside world_size=4).
+TEST(PythonFrontend, ALoopOverARangeRunsWhenTheRangeIsNotEmpty) {
+  std::string src = gateSrc("seen = 0\nfor i in range(world_size):\n    seen = 1\nif seen == 0:\n    return\nif world_size > 2 and not full_nvlink:\n    return");
+  auto g = extract(src);
+  EXPECT_FALSE(hasOpaque(g, "loop@L"));
+  EXPECT_TRUE(admits(g, cfg(2, false, 4096)));
 }
 
 TEST(PythonFrontend, TupleAssignmentAndAugmentedAssignment) {

@@ -367,6 +367,11 @@ struct Dispatch {
 };
 
 
+// What a counterexample assumes of a term, in the user's words: "the loop
+// `for i in range(world_size)` at custom_all_reduce.py:33 does not run",
+// "`ops.meta_size()` = 0 (custom_all_reduce.py:120)", "p2p_ok is true".
+std::string assumptionInWords(const std::string& name, const OpaqueSymbol* o, const std::string& value);
+
 enum class Severity { Error, Warning, Note };
 const char* severityName(Severity s);
 
@@ -377,6 +382,7 @@ struct Config {
   std::optional<std::int64_t> nbytes;
   std::vector<std::pair<std::string, std::optional<std::string>>> env;  // NAME -> value (nullopt: unset)
   std::vector<std::pair<std::string, std::string>> assumed;  // opaque/probe -> value
+  std::vector<std::string> assumed_words;  // the same, as a user reads them (assumptionInWords)
   // Other config variables the gate reads or hands down (a policy's inputs
   // and outputs: numel, variant, blocks) -> value.
   std::vector<std::pair<std::string, std::int64_t>> values;

@@ -1,6 +1,7 @@
 // Walker: statements: blocks, assignments, if/loop/try with state joins, returns and raises.
 #include "python/Walker.h"
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -281,8 +282,21 @@ void Walker::walkLoop(TSNode n, State& st, Frame& fr) {
   std::string header = is_for ? "for " + shortText(field(n, "left")) + " in " + shortText(field(n, "right"))
                               : "while " + shortText(field(n, "condition"));
   int line = loc(n).line;
-  ExprPtr iterates = opaqueVar("loop@L" + std::to_string(line) + ": " + header, header + " iterates", Sort::Bool,
-                               loc(n));
+  ExprPtr iterates;
+  // `for x in range([start,] stop)`: the body runs exactly when the range is
+  // not empty (a loop over the world size runs for any group).
+  TSNode right = is_for ? field(n, "right") : TSNode{};
+  if (is_for && is(right, "call") && text(field(right, "function")) == "range" && !cur_->aliases.count("range")) {
+    std::vector<TSNode> args = named(field(right, "arguments"));
+    if ((args.size() == 1 || args.size() == 2) &&
+        std::none_of(args.begin(), args.end(), [&](TSNode a) { return !is(a, "identifier") && !is(a, "integer") && !is(a, "attribute"); })) {
+      ExprPtr stop = asInt(evalStmtExpr(args.back(), st, fr, n));
+      ExprPtr start = args.size() == 2 ? asInt(evalStmtExpr(args[0], st, fr, n)) : model::IntC(0);
+      if (stop && start) iterates = model::Cmp(Op::Gt, stop, start);
+    }
+  }
+  if (!iterates)
+    iterates = opaqueVar("loop@L" + std::to_string(line) + ": " + header, header + " iterates", Sort::Bool, loc(n));
   TSNode body = field(n, "body");
   std::vector<Clause> cls;
   cls.push_back(Clause{[&, n](State& s) {

@@ -293,7 +293,10 @@ std::string renderFinding(const Page& page, const Result& r, const model::Findin
       cex += fmt::format(" <a class=\"muted\" href=\"#{}\">(matrix cell)</a>", cellId(unit, static_cast<int>(*f.config.world_size), *f.config.full_nvlink));
     if (!f.config.assumed.empty()) {
       std::string a;
-      for (const auto& [k, v] : f.config.assumed) a += (a.empty() ? "" : ", ") + k + "=" + v;
+      if (f.config.assumed_words.size() == f.config.assumed.size())
+        for (const auto& w : f.config.assumed_words) a += (a.empty() ? "" : "; ") + w;
+      else
+        for (const auto& [k, v] : f.config.assumed) a += (a.empty() ? "" : ", ") + k + "=" + v;
       cex += "<br><b>assuming</b> <code>" + esc(a) + "</code>";
     }
     cex += "</div>\n";

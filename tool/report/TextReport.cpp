@@ -124,7 +124,10 @@ std::string renderText(const Result& r, const TextOptions& o) {
       out += fmt::format("    counterexample: {}\n", configText(f.config));
       if (!f.config.assumed.empty()) {
         std::string a;
-        for (const auto& [k, v] : f.config.assumed) a += (a.empty() ? "" : ", ") + k + "=" + v;
+        if (f.config.assumed_words.size() == f.config.assumed.size())
+          for (const auto& w : f.config.assumed_words) a += (a.empty() ? "" : "; ") + w;
+        else
+          for (const auto& [k, v] : f.config.assumed) a += (a.empty() ? "" : ", ") + k + "=" + v;
         out += fmt::format("    assuming: {}\n", a);
       }
     }

@@ -827,11 +827,14 @@ std::optional<Gap> Solver::computeGap(const Cell& c, GapKind kind) {
   for (unsigned i = 0; i < I.py_opaques.size(); ++i) {
     if (python_certain && !I.py_opaque_free[i]) continue;
     z3::expr v = m.eval(I.py_opaques[i], false);
-    if (v.is_true() || v.is_false()) {
-      g.counterexample.assumed.push_back({I.py_opaque_names[i], v.is_true() ? "true" : "false"});
-    } else if (v.is_numeral()) {
-      g.counterexample.assumed.push_back({I.py_opaque_names[i], v.to_string()});
-    }
+    std::string val = v.is_true() ? "true" : v.is_false() ? "false" : v.is_numeral() ? v.to_string() : "";
+    if (val.empty()) continue;
+    g.counterexample.assumed.push_back({I.py_opaque_names[i], val});
+    const std::string& n = I.py_opaque_names[i];
+    auto it = std::find_if(gate_.opaques.begin(), gate_.opaques.end(),
+                           [&](const model::OpaqueSymbol& o) { return o.name == n; });
+    g.counterexample.assumed_words.push_back(
+        model::assumptionInWords(n, it == gate_.opaques.end() ? nullptr : &*it, val));
   }
   g.counterexample.env = env;
   if (python_certain)
