@@ -708,6 +708,16 @@ m::Dispatch Walker::run(const FunctionDecl* fd) {
   return d;
 }
 
+// Whether `name` stands in `text` as a whole identifier.
+static bool hasWord(const std::string& text, const std::string& name) {
+  auto ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  for (std::size_t p = text.find(name); !name.empty() && p != std::string::npos; p = text.find(name, p + 1)) {
+    std::size_t e = p + name.size();
+    if ((p == 0 || !ident(text[p - 1])) && (e >= text.size() || !ident(text[e]))) return true;
+  }
+  return false;
+}
+
 // Macros of the dispatch's file whose definition launches: `<<<`, or a use of
 // another such macro (to a fixpoint), read from the source text.
 std::set<std::string> Walker::launchingMacros() {
@@ -732,21 +742,12 @@ std::set<std::string> Walker::launchingMacros() {
     if (!name.empty()) bodies[name] += text.substr(k, end - k);
   }
   std::set<std::string> out;
-  auto uses = [](const std::string& body, const std::string& name) {
-    for (std::size_t p = body.find(name); p != std::string::npos; p = body.find(name, p + 1)) {
-      bool l = p == 0 || !(std::isalnum(static_cast<unsigned char>(body[p - 1])) || body[p - 1] == '_');
-      std::size_t e = p + name.size();
-      bool r = e >= body.size() || !(std::isalnum(static_cast<unsigned char>(body[e])) || body[e] == '_');
-      if (l && r) return true;
-    }
-    return false;
-  };
   for (bool grew = true; grew;) {
     grew = false;
     for (const auto& [name, body] : bodies) {
       if (out.count(name)) continue;
       bool launches = body.find("<<<") != std::string::npos;
-      for (const auto& m : out) launches = launches || uses(body, m);
+      for (const auto& m : out) launches = launches || hasWord(body, m);
       if (launches) grew = out.insert(name).second || grew;
     }
   }
@@ -761,12 +762,7 @@ bool Walker::textLaunches(const Stmt* s, const std::set<std::string>& macros) {
   std::string t = Lexer::getSourceText(CharSourceRange::getTokenRange(b, e), sm_, ctx_.getLangOpts()).str();
   if (t.find("<<<") != std::string::npos) return true;
   for (const auto& m : macros)
-    for (std::size_t p = t.find(m); p != std::string::npos; p = t.find(m, p + 1)) {
-      bool l = p == 0 || !(std::isalnum(static_cast<unsigned char>(t[p - 1])) || t[p - 1] == '_');
-      std::size_t q = p + m.size();
-      bool r = q >= t.size() || !(std::isalnum(static_cast<unsigned char>(t[q])) || t[q] == '_');
-      if (l && r) return true;
-    }
+    if (hasWord(t, m)) return true;
   return false;
 }
 
