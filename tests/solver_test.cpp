@@ -235,6 +235,19 @@ TEST(Solver, AFeatureSwitchNeverWeakensAGap) {
   EXPECT_NE(ks[0].locations.back().note.find("is false"), std::string::npos) << ks[0].locations.back().note;
 }
 
+// A value computed from the configuration's inputs (a helper given the group)
+// may differ per configuration: even Boolean and a conjunct of every
+// admission, it is no feature switch.
+TEST(Solver, AHelperGivenTheGroupIsNoFeatureSwitch) {
+  using T = std::tuple<std::string, int, bool>;
+  auto d = dispatch();
+  Gate g = gate(true, true);
+  auto off = Var("helper(group=group) is None", Sort::Bool, VarKind::Opaque);
+  g.admit = And(Not(off), g.admit);
+  g.opaques.push_back(OpaqueSymbol{"helper(group=group) is None", "helper(group=group) is None", at(4), false});
+  EXPECT_EQ(cells(check(g, d)), (std::vector<T>{{"LG008", 4, false}, {"LG008", 6, false}, {"LG008", 8, false}}));
+}
+
 // Only Boolean terms are switches: an uninterpreted number may be a
 // configuration quantity under another name (a world size handed in), and
 // "admits for some value of it" must not prove a gap at a world size it

@@ -152,7 +152,7 @@ report::Result analyse(const Request& req) {
   r.dispatch = cpp::extractDispatch(req.cpp_files, tgt.cpp, cpp_options);
   // A check the gate calls through an op whose C++ body was given is read
   // like Python code, with the arguments the call passes.
-  link::interpretCppChecks(r.gate, r.dispatch);
+  link::interpretCppChecks(r.gate, r.dispatch, tgt.python.probes);
 
   // Follow the flag across the boundary; the C++ side of the flag is then
   // the value Python passes, not the hardware probe.

@@ -10,6 +10,7 @@
 // uninterpreted, as before.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,10 @@ struct CppCheck {
   const model::CppEntry* entry = nullptr;
 };
 
-std::vector<CppCheck> interpretCppChecks(model::Gate& gate, const model::Dispatch& dispatch);
+// probes: the target's probe functions (name -> config variable or probe): a
+// C++ check calling one of them (`_is_weak_contiguous(inp)`) asks the same
+// machine fact the Python gate's probe does.
+std::vector<CppCheck> interpretCppChecks(model::Gate& gate, const model::Dispatch& dispatch,
+                                         const std::map<std::string, std::string>& probes = {});
 
 }  // namespace layergate::link

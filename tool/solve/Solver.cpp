@@ -1,6 +1,8 @@
 #include "solve/Solver.h"
 
 #include <algorithm>
+#include <cctype>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -93,6 +95,22 @@ struct Solver::Impl {
   std::vector<bool> py_opaque_free;                     // parallel: a probe (free) or uninterpreted code
   z3::expr_vector py_uninterp{ctx};                     // the uninterpreted ones: universally quantified for errors
   std::vector<std::string> py_uninterp_names;
+  // Per uninterpreted term: whether it may be a feature switch. A value the
+  // code computes from the configuration's inputs (a call given the group,
+  // the device, the world size: `helper(group=group, ...) is None`) may
+  // differ per configuration, so "the feature is on" says nothing of it; a
+  // module flag, an import, an argument-less query may.
+  std::vector<bool> py_uninterp_switchable;
+  std::function<std::string(const std::string&)> text_of;  // the term's source text
+  bool switchable(const std::string& name) const {
+    std::string t = text_of ? text_of(name) : name;
+    for (std::size_t open = t.find('('); open != std::string::npos; open = t.find('(', open + 1)) {
+      std::size_t k = open + 1;
+      while (k < t.size() && std::isspace(static_cast<unsigned char>(t[k]))) ++k;
+      if (k < t.size() && t[k] != ')') return false;  // a call (or group) with something inside
+    }
+    return true;
+  }
 
   // Strings are encoded as integers: every string constant in either model
   // gets an id >= 1, and any other integer stands for "some other string".
@@ -159,6 +177,7 @@ struct Solver::Impl {
         if (!free) {
           py_uninterp.push_back(v);
           py_uninterp_names.push_back(name);
+          py_uninterp_switchable.push_back(switchable(name));
         }
       }
     } else {
@@ -327,7 +346,8 @@ struct Solver::Impl {
     if (any_admit) return *any_admit;
     z3::expr f = py_domain && gate && assumed && ws >= opt.min_world_size && ws <= opt.max_world_size;
     std::set<unsigned> uninterp;
-    for (unsigned i = 0; i < py_uninterp.size(); ++i) uninterp.insert(py_uninterp[i].id());
+    for (unsigned i = 0; i < py_uninterp.size(); ++i)
+      if (i < py_uninterp_switchable.size() && py_uninterp_switchable[i]) uninterp.insert(py_uninterp[i].id());
     z3::expr_vector from(ctx), to(ctx);
     std::set<unsigned> seen;
     std::vector<z3::expr> stack{f};
@@ -556,6 +576,11 @@ struct Solver::Impl {
 Solver::Solver(const model::Gate& gate, const model::Dispatch& dispatch, Options options, model::ExprPtr flag_value)
     : gate_(gate), dispatch_(dispatch), impl_(std::make_unique<Impl>(options)) {
   Impl& I = *impl_;
+  I.text_of = [this](const std::string& name) {
+    for (const auto& o : gate_.opaques)
+      if (o.name == name) return o.text.empty() ? name : o.text;
+    return name;
+  };
   {
     bool nv = false;
     auto mentions = [&](const model::ExprPtr& e) {
