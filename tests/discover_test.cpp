@@ -485,6 +485,50 @@ TEST_F(Tree, SglangAotLayoutTakesItsChainAndNotTheJitHeader) {
             std::vector<std::string>{"python/sglang/kernels/jit/csrc/distributed/custom_all_reduce.cuh"});
 }
 
+// A port that keeps the dispatch in its own spelling (MUSA: .muh headers,
+// .mu sources): the file at the layout's path with another dispatch
+// extension is the dispatch when its text defines the class and the
+// dispatch method; the report says the layout matched it by content.
+TEST_F(Tree, PortDispatchInAnotherExtensionIsFoundByContent) {
+  const std::string dir = "sgl-kernel/csrc/allreduce/";
+  copyFixture("musa-port-dispatch", "custom_all_reduce.py", root_ / kSglangPy);
+  copyFixture("musa-port-dispatch", "custom_all_reduce.muh", root_ / (dir + "custom_all_reduce.muh"));
+  put(root_ / (dir + "custom_all_reduce.mu"), "#include \"custom_all_reduce.muh\"\n\nvoid all_reduce(long fa) {\n"
+      "  auto* p = reinterpret_cast<vllm::CustomAllreduce*>(fa);\n  p->allreduce<float>(nullptr, nullptr, nullptr, 0);\n}\n");
+  // Another header of the same stem that names the class but defines no dispatch method.
+  put(root_ / "sgl-kernel/include/custom_all_reduce.hpp", "namespace vllm {\nclass CustomAllreduce {\n  int rank_;\n};\n}\n");
+  auto r = discover::discover(root_.string(), targets());
+  ASSERT_EQ(r.units.size(), 1u);
+  EXPECT_EQ(r.units[0].target, "sglang-sgl-kernel");
+  EXPECT_EQ(r.units[0].cpp_files, (std::vector<std::string>{dir + "custom_all_reduce.muh", dir + "custom_all_reduce.mu"}));
+  EXPECT_NE(r.units[0].matched_by.find("by content: " + dir + "custom_all_reduce.muh defines CustomAllreduce::allreduce"),
+            std::string::npos)
+      << r.units[0].matched_by;
+
+  CliRun c = runCli("check .", root_);
+  EXPECT_EQ(c.status, 0) << c.out << c.err;
+  EXPECT_NE(c.out.find("(target sglang-sgl-kernel, dispatch found by content: " + dir + "custom_all_reduce.muh"),
+            std::string::npos)
+      << c.out;
+  c = runCli("check . --format json", root_);
+  json j = json::parse(c.out);
+  EXPECT_EQ(j["analyses"][0]["layout"]["target"], "sglang-sgl-kernel");
+  EXPECT_NE(j["analyses"][0]["layout"]["dispatch_found"].get<std::string>().find("by content"), std::string::npos);
+
+  // With the CUDA header at the layout's own path, that one is the dispatch.
+  copyFixture("sglang-upstream", "custom_all_reduce.cuh", root_ / (dir + "custom_all_reduce.cuh"));
+  r = discover::discover(root_.string(), targets());
+  ASSERT_EQ(r.units.size(), 1u);
+  EXPECT_EQ(r.units[0].cpp_files.front(), dir + "custom_all_reduce.cuh");
+  EXPECT_EQ(r.units[0].matched_by, "");
+
+  // A .muh that names the class without the dispatch method is no dispatch.
+  fs::remove(root_ / (dir + "custom_all_reduce.cuh"));
+  put(root_ / (dir + "custom_all_reduce.muh"), "namespace vllm {\nclass CustomAllreduce {\n  void register_buffer(void** ptrs);\n};\n}\n");
+  r = discover::discover(root_.string(), targets());
+  EXPECT_TRUE(r.units.empty());
+}
+
 // Aphrodite (a vLLM fork): kernels/all_reduce/ in 2024, aphrodite_kernels/csrc/
 // in 2025-11, csrc/all_reduce/ in 2026 beside a stale csrc/custom_all_reduce.cuh.
 TEST_F(Tree, AphroditeLayoutsOfEachYear) {

@@ -141,7 +141,8 @@ std::string renderScanText(const ScanResult& s, const report::TextOptions& o) {
   std::string out;
   for (size_t i = 0; i < s.results.size(); ++i) {
     if (i) out += "\n";
-    out += fmt::format("layergate: checking {} (target {})\n", filesText(s.units[i]), s.units[i].target);
+    out += fmt::format("layergate: checking {} (target {}{})\n", filesText(s.units[i]), s.units[i].target,
+                       s.units[i].matched_by.empty() ? "" : ", dispatch found " + s.units[i].matched_by);
     out += report::renderText(s.results[i], o);
   }
   if (o.matrix)
@@ -166,9 +167,15 @@ std::string renderScanText(const ScanResult& s, const report::TextOptions& o) {
 
 std::string renderScanJson(const ScanResult& s) {
   json analyses = json::array();
-  for (const auto& r : s.results) {
+  for (size_t i = 0; i < s.results.size(); ++i) {
+    const auto& r = s.results[i];
     json j = json::parse(report::renderJson(r));
     j.erase("tool");
+    // Which layout found the files: the target's own paths, or its dispatch
+    // by content in another extension.
+    if (i < s.units.size())
+      j["layout"] = {{"target", s.units[i].target},
+                     {"dispatch_found", s.units[i].matched_by.empty() ? "by path" : s.units[i].matched_by}};
     analyses.push_back(std::move(j));
   }
   int errors = countAtLeast(s, model::Severity::Error);
