@@ -163,6 +163,7 @@ class Walker {
   std::string dotted(TSNode n) const;
   bool isEnvModule(TSNode n, const State& st) const;
   Value envModuleRead(const std::string& var, TSNode at);
+  std::optional<Value> envLambdaRead(const std::string& var);
   Value lookup(const std::string& name, const State& st, TSNode at);
 
   // --- expressions ------------------------------------------------------------
