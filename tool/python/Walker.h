@@ -197,6 +197,19 @@ class Walker {
   Value probeValue(const std::string& probe);
   Value probeAt(const std::string& probe, TSNode call);
 
+  // --- platform objects (WalkPlatform.cpp) ---------------------------------------
+  // A probe method of the platform class chosen at import that answers true
+  // before probing: under `cond` (env and constants only), from `where`.
+  struct PlatformForcing {
+    ExprPtr cond;
+    std::vector<Location> where;
+  };
+  std::map<std::string, PlatformForcing> platform_forcing_;
+  Module* diskModule(const std::string& path);
+  const PlatformForcing& platformForcing(const std::string& object, const std::string& probe);
+  void forcingIn(Module* m, TSNode def, PlatformForcing& out);
+  Value platformProbe(Value v, TSNode call);
+
   // --- given files: calls, op wrappers, native calls ---------------------------------
   Value callGiven(const FuncInfo& fi, const std::string& fname, const Value& self, TSNode call, TSNode fnnode,
                   const Args& a, State& st, Frame& fr, Ctx& cx);
