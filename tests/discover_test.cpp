@@ -529,6 +529,62 @@ TEST_F(Tree, PortDispatchInAnotherExtensionIsFoundByContent) {
   EXPECT_TRUE(r.units.empty());
 }
 
+// A gate that picks its op library per configuration: the configurations of
+// a route to another library never meet the layout's dispatch ("not analysed
+// here" there, never "no kernel"); a route whose C++ is in the tree (a JIT
+// extension's sources) is analysed against that C++, one route not in the
+// tree is said to be not analysed, in text, JSON and SARIF.
+TEST_F(Tree, PerConfigurationRoutesAreCheckedAgainstTheirOwnDispatch) {
+  fs::copy(fs::path(LAYERGATE_FIXTURES) / "vllm-pcie-jit-route", root_, fs::copy_options::recursive);
+  for (const char* f : {"expect.json", "golden.txt"}) fs::remove(root_ / f);
+  CliRun r = runCli("check .", root_);
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_EQ(r.out.find("[LG001]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("in all, 2 gates: 0 errors, 0 warnings"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  4     no     not analysed here (routed elsewhere)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(target vllm-csrc, route: self._ops is load("), std::string::npos) << r.out;
+  r = runCli("check . --format json", root_);
+  json j = json::parse(r.out);
+  ASSERT_EQ(j["analyses"].size(), 2u);
+  const json& usual = j["analyses"][0];
+  EXPECT_EQ(usual["route"]["op_module"], "vllm._custom_ops");
+  EXPECT_EQ(usual["route"]["cpp_entry"], "csrc/custom_all_reduce.cu:20");
+  ASSERT_EQ(usual["routes_elsewhere"].size(), 1u);
+  EXPECT_EQ(usual["routes_elsewhere"][0]["kind"], "JIT extension");
+  EXPECT_EQ(usual["routes_elsewhere"][0]["cpp_sources"][0],
+            "vllm/distributed/device_communicators/pcie_ar/pcie_all_reduce.cu");
+  const json& jit = j["analyses"][1];
+  EXPECT_NE(jit["route"]["op_module"].get<std::string>().find("load("), std::string::npos) << jit["route"];
+  for (const auto& m : jit["matrix"])
+    if (m["world_size"] == 4 && m["full_nvlink"] == false) {
+      EXPECT_EQ(m["gate"]["state"], "admitted") << m;
+      bool launch = false, none = false;
+      for (const auto& d : m["dispatch"]) {
+        launch |= d["kind"] == "launch" && d["kernel"] == "cross_device_reduce_1stage";
+        none |= d["kind"] == "none";
+      }
+      EXPECT_TRUE(launch && !none) << m;
+    }
+  EXPECT_EQ(jit["route"]["cpp_entry"], "vllm/distributed/device_communicators/pcie_ar/pcie_all_reduce.cu");
+  for (const auto& m : usual["matrix"])
+    if (m["world_size"] == 6 && m["full_nvlink"] == false) EXPECT_TRUE(m.contains("not_analysed_here")) << m;
+
+  // The route's library is not in the tree: its cells are not analysed, and
+  // the run says so (a SARIF notification); still no LG001.
+  fs::remove_all(root_);
+  fs::copy(fs::path(LAYERGATE_FIXTURES) / "vllm-pcie-route-not-in-tree", root_, fs::copy_options::recursive);
+  r = runCli("check .", root_);
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_EQ(r.out.find("[LG001]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("not analysed here: the configurations where self._ops is pcie_allreduce_kernels"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("1 not analysed"), std::string::npos) << r.out;
+  r = runCli("check . --format sarif", root_);
+  json sarif = json::parse(r.out);
+  std::string notes = sarif["runs"][0]["invocations"][0]["toolExecutionNotifications"].dump();
+  EXPECT_NE(notes.find("not analysed here"), std::string::npos) << notes;
+}
+
 // Aphrodite (a vLLM fork): kernels/all_reduce/ in 2024, aphrodite_kernels/csrc/
 // in 2025-11, csrc/all_reduce/ in 2026 beside a stale csrc/custom_all_reduce.cuh.
 TEST_F(Tree, AphroditeLayoutsOfEachYear) {

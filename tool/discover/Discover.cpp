@@ -155,7 +155,7 @@ std::vector<Unit> unitsOf(const target::Target& t, const std::vector<std::string
     if (!cc.empty()) {
       std::string cls = t.cpp.class_names.empty() ? "" : t.cpp.class_names.front() + "::";
       std::string fn = t.cpp.dispatch_functions.empty() ? "" : t.cpp.dispatch_functions.front();
-      matchedBy = "by content: " + cc.begin()->first + " defines " + cls + fn + " (the layout names " +
+      matchedBy = "dispatch found by content: " + cc.begin()->first + " defines " + cls + fn + " (the layout names " +
                   joinNames(t.discovery.cpp_paths, ", ") + ")";
     }
   }

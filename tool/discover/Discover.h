@@ -31,9 +31,10 @@ struct Unit {
   std::vector<std::string> python_files;  // root-relative
   std::vector<std::string> cpp_files;
   // How the dispatch was found: "" when its path is the layout's own; else
-  // "by content: ..." (a file of another dispatch extension beside the
+  // "dispatch found by content: ..." (a file of another dispatch extension beside the
   // layout's path that defines the target's class and method, such as a
-  // MUSA port's .muh).
+  // MUSA port's .muh), or "route: ..." (a per-configuration route of the
+  // gate to another op library, analysed against that library's C++).
   std::string matched_by;
 };
 

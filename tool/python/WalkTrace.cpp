@@ -152,6 +152,7 @@ void Walker::recordNative(TSNode call, TSNode fnnode, const std::string& name, S
   nc.reached = model::And(fr.entry, model::And(st.full(), cx.guard));
   nc.where = loc(call, "native call");
   nc.where.note = shortText(call);
+  routeNative(fnnode, nc.name, nc.reached, st, fr, cx);
   auto rejects = gate_.rejects;
   int stmts = statements_;
   State sc = st;

@@ -210,6 +210,11 @@ class Walker {
   void forcingIn(Module* m, TSNode def, PlatformForcing& out);
   Value platformProbe(Value v, TSNode call);
 
+  // --- per-configuration routes (WalkRoutes.cpp) ------------------------------------
+  std::string staticPath(TSNode n, int depth);
+  model::Route describeRoute(const Value& v, const ExprPtr& cond);
+  void routeNative(TSNode fnnode, const std::string& op, const ExprPtr& path, State& st, Frame& fr, Ctx& cx);
+
   // --- given files: calls, op wrappers, native calls ---------------------------------
   Value callGiven(const FuncInfo& fi, const std::string& fname, const Value& self, TSNode call, TSNode fnnode,
                   const Args& a, State& st, Frame& fr, Ctx& cx);

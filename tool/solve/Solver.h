@@ -112,6 +112,10 @@ struct CellVerdict {
   std::vector<Example> examples;  // filled on request (Solver::examples)
   bool undecided = false;   // a query ran out of time
   std::string undecided_reason;
+  // Admitted configurations of this cell that call another op library than
+  // the analysed chain's (a per-configuration route): where they go. Not
+  // analysed here; never "no kernel".
+  std::vector<std::string> routed_elsewhere;
 };
 
 struct Options {
