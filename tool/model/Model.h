@@ -223,6 +223,9 @@ struct Gate {
   // Routes elsewhere: op libraries the gate's native calls go through in
   // some configurations instead of the analysed chain's (outside `scope`).
   std::vector<Route> routes;
+  // Branches for another platform than the target's that set the NVLink
+  // flag to a literal True (LG003 on that platform); text says which.
+  std::vector<GateCheck> platform_forced;
   // The values handed down (a policy gate's outputs) and `bound`: each
   // output's config variable equals its value.
   std::vector<GateOutput> outputs;

@@ -8,7 +8,9 @@
 #include "python/Walker.h"
 
 #include <filesystem>
+#include <functional>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -175,6 +177,74 @@ Value Walker::platformProbe(Value v, TSNode call) {
     r.origin = t.origin;
   }
   return r;
+}
+
+// A branch for another platform than the target's (`elif _is_musa:`, `if
+// current_platform.is_rocm():`) that sets the NVLink flag to a literal True
+// whatever the links: the walk takes the target's platform and never enters
+// it, but on that platform the flag is forced (LG003). Found by reading the
+// gate class: the names assigned from an NVLink probe, and the branches whose
+// condition names a platform flag the target sets false that assign True to
+// one of those names.
+void Walker::platformLiteralFlags(TSNode cls) {
+  if (ts_node_is_null(cls)) return;
+  ModuleScope scope(*this, gate_mod_);
+  auto isNvlinkProbeCall = [&](TSNode v) {
+    if (!is(v, "call")) return false;
+    std::string f = text(field(v, "function"));
+    std::string last = lastComponent(f);
+    auto p = spec_.probes.find(last);
+    return p != spec_.probes.end() && p->second == model::kFullNvlink;
+  };
+  std::vector<TSNode> all;
+  std::vector<TSNode> stack{field(cls, "body")};
+  while (!stack.empty()) {
+    TSNode n = stack.back();
+    stack.pop_back();
+    all.push_back(n);
+    for (TSNode k : named(n)) stack.push_back(k);
+  }
+  std::set<std::string> flagNames;
+  for (TSNode n : all)
+    if (is(n, "assignment") && isNvlinkProbeCall(field(n, "right"))) flagNames.insert(text(field(n, "left")));
+  if (flagNames.empty()) return;
+  // False on the target's platform, read off the condition's shape alone: a
+  // platform flag the target sets false (a name, an attribute, a call), an
+  // `and` with such a side, an `or` of two such (not `_is_cuda or _is_hip`).
+  std::function<bool(TSNode)> dead = [&](TSNode c) -> bool {
+    if (is(c, "parenthesized_expression")) return dead(firstNamed(c));
+    if (is(c, "boolean_operator")) {
+      std::string op = text(ts_node_child(c, 1));
+      bool l = dead(field(c, "left")), r = dead(field(c, "right"));
+      return op == "and" ? (l || r) : (l && r);
+    }
+    std::string key;
+    if (is(c, "identifier")) key = text(c);
+    else if (is(c, "attribute")) key = text(c);
+    else if (is(c, "call")) key = text(field(c, "function"));
+    else return false;
+    auto f = spec_.platform_flags.find(key);
+    if (f == spec_.platform_flags.end()) f = spec_.platform_flags.find(lastComponent(key));
+    return f != spec_.platform_flags.end() && !f->second;
+  };
+  for (TSNode n : all) {
+    if (!is(n, "if_statement") && !is(n, "elif_clause")) continue;
+    TSNode cond = field(n, "condition");
+    if (!dead(cond)) continue;
+    for (TSNode b : named(field(n, "consequence"))) {
+      if (!is(b, "expression_statement")) continue;
+      TSNode as = firstNamed(b);
+      if (!is(as, "assignment") || !is(field(as, "right"), "true")) continue;
+      std::string name = text(field(as, "left"));
+      if (!flagNames.count(name)) continue;
+      model::GateCheck g;
+      g.condition = model::True();
+      g.text = "`" + name + " = True` under `" + shortText(cond) + "`";
+      g.where = loc(as, "platform branch");
+      g.where.note = shortText(b);
+      gate_.platform_forced.push_back(g);
+    }
+  }
 }
 
 }  // namespace layergate::python::detail

@@ -209,6 +209,7 @@ class Walker {
   const PlatformForcing& platformForcing(const std::string& object, const std::string& probe);
   void forcingIn(Module* m, TSNode def, PlatformForcing& out);
   Value platformProbe(Value v, TSNode call);
+  void platformLiteralFlags(TSNode cls);
 
   // --- per-configuration routes (WalkRoutes.cpp) ------------------------------------
   std::string staticPath(TSNode n, int depth);
