@@ -529,6 +529,29 @@ TEST_F(Tree, PortDispatchInAnotherExtensionIsFoundByContent) {
   EXPECT_TRUE(r.units.empty());
 }
 
+// `dist/` is a build output and skipped, unless it is a Python package: a
+// kernel library may keep its gate under <pkg>/dist/.
+TEST_F(Tree, DistPackageIsWalkedAndABuildDistIsNot) {
+  copyFixture("vllm-upstream", "custom_all_reduce.py", root_ / "kernlib/dist/device_communicators/custom_all_reduce.py");
+  copyFixture("vllm-upstream", "custom_all_reduce.cuh", root_ / "csrc/include/custom_all_reduce.cuh");
+  auto r = discover::discover(root_.string(), targets());
+  EXPECT_TRUE(r.units.empty());
+  put(root_ / "kernlib/dist/__init__.py", "");
+  r = discover::discover(root_.string(), targets());
+  ASSERT_EQ(r.units.size(), 1u);
+  EXPECT_EQ(r.units[0].python_files.front(), "kernlib/dist/device_communicators/custom_all_reduce.py");
+
+  // A quick all-reduce beside it, which its own layout finds: the generic
+  // layout still takes the custom all-reduce gate no layout found.
+  copyFixture("quick-allreduce", "vllm/distributed/device_communicators/quick_all_reduce.py",
+              root_ / "kernlib/dist/device_communicators/quick_all_reduce.py");
+  copyFixture("quick-allreduce", "csrc/quickreduce/quick_reduce.h", root_ / "csrc/quickreduce/quick_reduce.h");
+  r = discover::discover(root_.string(), targets());
+  ASSERT_EQ(r.units.size(), 2u);
+  EXPECT_EQ(r.units[0].target, "custom-allreduce");
+  EXPECT_EQ(r.units[1].target, "quick-allreduce");
+}
+
 // A gate that picks its op library per configuration: the configurations of
 // a route to another library never meet the layout's dispatch ("not analysed
 // here" there, never "no kernel"); a route whose C++ is in the tree (a JIT

@@ -234,7 +234,14 @@ void walk(const std::string& root, const Options& o, const NameFilter& keep, Res
         type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISLNK(st.st_mode) ? DT_LNK : S_ISREG(st.st_mode) ? DT_REG : DT_UNKNOWN;
       }
       if (type == DT_DIR) {
-        if (isSkippedDirName(name) || (o.exclude && o.exclude(rel))) continue;
+        // `dist` is a build output, except where it is a Python package
+        // (AMD's kernel library keeps its gate under aiter/dist/).
+        bool package = false;
+        if (name == "dist") {
+          struct stat ps;
+          package = stat((root + "/" + rel + "/__init__.py").c_str(), &ps) == 0 && S_ISREG(ps.st_mode);
+        }
+        if ((isSkippedDirName(name) && !package) || (o.exclude && o.exclude(rel))) continue;
         if (d.depth + 1 > o.max_depth) {
           r.notes.push_back(rel + ": deeper than " + std::to_string(o.max_depth) + " levels, skipped");
           continue;
@@ -541,7 +548,18 @@ std::vector<Unit> match(const std::vector<std::string>& files_in, const std::vec
   };
   phase([](const target::Target& t) { return !t.discovery.fallback && t.discovery.same_root; });
   phase([](const target::Target& t) { return !t.discovery.fallback && !t.discovery.same_root; });
-  if (units.empty()) phase([](const target::Target& t) { return t.discovery.fallback; });
+  // The fallback, for a gate class no layout found (a tree whose only layout
+  // match is another kind of gate, such as a quick all-reduce beside it).
+  std::set<std::string> found;
+  for (const auto& u : units)
+    for (const auto& t : targets)
+      if (t.name == u.target) found.insert(t.python.class_names.begin(), t.python.class_names.end());
+  phase([&](const target::Target& t) {
+    if (!t.discovery.fallback) return false;
+    for (const auto& c : t.python.class_names)
+      if (found.count(c)) return false;
+    return true;
+  });
 
   // Two layouts naming the same files: keep the one with more markers (the
   // more specific), then the first name.
