@@ -114,6 +114,12 @@ struct Solver::Impl {
   std::vector<z3::expr> admit_conds;  // per gate.admits
   std::vector<z3::expr> reject_conds; // per gate.rejects
 
+  // While translating the gate: the divisors of its Python `//` and `%` that
+  // are not constants. Python raises ZeroDivisionError there, so the gate
+  // admits nothing with a zero divisor (Z3 would leave x // 0 free, and a
+  // model could pick any quotient: a gap the program can never reach).
+  std::vector<z3::expr>* py_divisors = nullptr;
+
   explicit Impl(Options o) : opt(o) {}
 
   // When the flag trace found the value C++ receives, the dispatch's flag is
@@ -226,6 +232,9 @@ struct Solver::Impl {
           break;
         }
       }
+      if ((e->op == Op::Div || e->op == Op::Mod) && side == Side::Python && py_divisors &&
+          e->args[1]->op != Op::IntConst)
+        py_divisors->push_back(arg(1));
       done.emplace(e, r);
     }
     return done.at(root.get());
@@ -509,7 +518,13 @@ Solver::Solver(const model::Gate& gate, const model::Dispatch& dispatch, Options
   for (const auto& u : gate.unchecked) I.collectStrings(u.condition);
   for (const auto& l : dispatch.leaves) I.collectStrings(l.condition);
   if (flag_value) I.collectStrings(flag_value);
-  I.gate = I.translate(gate.predicate(), Side::Python);
+  {
+    std::vector<z3::expr> divisors;
+    I.py_divisors = &divisors;
+    I.gate = I.translate(gate.predicate(), Side::Python);
+    I.py_divisors = nullptr;
+    for (const auto& d : divisors) I.gate = I.gate && d != 0;
+  }
   I.assumed = I.translate(gate.assumed, Side::Python);
   if (flag_value) {
     I.split_flag = true;
