@@ -552,6 +552,22 @@ TEST_F(Tree, DistPackageIsWalkedAndABuildDistIsNot) {
   EXPECT_EQ(r.units[1].target, "quick-allreduce");
 }
 
+// The pre-merge lineage of vLLM's custom all-reduce spelled the class
+// FastAllreduce (module-level gate, C++ class of the same name): found and
+// analysed like the later spelling.
+TEST_F(Tree, PreMergeClassSpellingIsAGate) {
+  for (const char* f : {"custom_all_reduce.py", "custom_all_reduce.cuh"}) {
+    std::string text = slurp(fs::path(LAYERGATE_FIXTURES) / "vllm-2024-module-gate" / f);
+    for (size_t at = text.find("CustomAllreduce"); at != std::string::npos; at = text.find("CustomAllreduce", at))
+      text.replace(at, 15, "FastAllreduce");
+    put(root_ / (std::string(f).back() == 'y' ? "vllm/model_executor/parallel_utils/" : "csrc/") / f, text);
+  }
+  CliRun r = runCli("check .", root_);
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("(target custom-allreduce)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("0 errors"), std::string::npos) << r.out;
+}
+
 // A gate that picks its op library per configuration: the configurations of
 // a route to another library never meet the layout's dispatch ("not analysed
 // here" there, never "no kernel"); a route whose C++ is in the tree (a JIT
@@ -667,7 +683,7 @@ TEST_F(Tree, ClassLessOpWrapperIsNotTakenAsTheGate) {
   EXPECT_NE(r.err.find("found the C++ dispatch include/flashinfer/distributed/custom_all_reduce.cuh but no Python gate"),
             std::string::npos)
       << r.err;
-  EXPECT_NE(r.err.find("flashinfer/custom_all_reduce.py is not one: no class CustomAllreduce or CustomAllReduce "
+  EXPECT_NE(r.err.find("flashinfer/custom_all_reduce.py is not one: no class CustomAllreduce or CustomAllReduce or FastAllreduce "
                        "(2 module-level functions and no class: an op-wrapper module, not a gate)"),
             std::string::npos)
       << r.err;
