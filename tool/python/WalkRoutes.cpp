@@ -39,7 +39,6 @@ bool isJitBuild(const std::string& callee) {
 std::string Walker::staticPath(TSNode n, int depth) {
   namespace fs = std::filesystem;
   if (ts_node_is_null(n) || depth > 8) return "";
-  std::string moduleDir = fs::path(cur_->file->path).parent_path().generic_string();
   if (is(n, "string")) {
     Value s = parseString(n);
     return s.k == Value::K::Str && s.e->op == model::Op::StrConst ? s.e->s : "";
@@ -81,7 +80,6 @@ std::string Walker::staticPath(TSNode n, int depth) {
       return p;
     }
   }
-  (void)moduleDir;
   return "";
 }
 
