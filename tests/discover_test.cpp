@@ -529,14 +529,18 @@ TEST_F(Tree, PortDispatchInAnotherExtensionIsFoundByContent) {
   EXPECT_TRUE(r.units.empty());
 }
 
-// `dist/` is a build output and skipped, unless it is a Python package: a
-// kernel library may keep its gate under <pkg>/dist/.
+// `dist/` is a build output and skipped, unless it is a Python package (it
+// holds .py modules, with or without __init__.py): a kernel library may keep
+// its gate under <pkg>/dist/.
 TEST_F(Tree, DistPackageIsWalkedAndABuildDistIsNot) {
   copyFixture("vllm-upstream", "custom_all_reduce.py", root_ / "kernlib/dist/device_communicators/custom_all_reduce.py");
   copyFixture("vllm-upstream", "custom_all_reduce.cuh", root_ / "csrc/include/custom_all_reduce.cuh");
+  put(root_ / "kernlib/dist/wheel/kernlib-1.0.tar.gz", "");
+  put(root_ / "build_dist/dist/kernlib-1.0-py3-none-any.whl", "");
   auto r = discover::discover(root_.string(), targets());
   EXPECT_TRUE(r.units.empty());
-  put(root_ / "kernlib/dist/__init__.py", "");
+  // A namespace package: .py modules and no __init__.py.
+  put(root_ / "kernlib/dist/utils.py", "");
   r = discover::discover(root_.string(), targets());
   ASSERT_EQ(r.units.size(), 1u);
   EXPECT_EQ(r.units[0].python_files.front(), "kernlib/dist/device_communicators/custom_all_reduce.py");

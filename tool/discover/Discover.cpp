@@ -234,13 +234,18 @@ void walk(const std::string& root, const Options& o, const NameFilter& keep, Res
         type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISLNK(st.st_mode) ? DT_LNK : S_ISREG(st.st_mode) ? DT_REG : DT_UNKNOWN;
       }
       if (type == DT_DIR) {
-        // `dist` is a build output, except where it is a Python package
-        // (AMD's kernel library keeps its gate under aiter/dist/).
+        // `dist` is a build output (wheels, archives), except where it is a
+        // Python package, regular or namespace: it holds .py modules (a
+        // kernel library keeps its gate under <pkg>/dist/).
         bool package = false;
-        if (name == "dist") {
-          struct stat ps;
-          package = stat((root + "/" + rel + "/__init__.py").c_str(), &ps) == 0 && S_ISREG(ps.st_mode);
-        }
+        if (name == "dist")
+          if (DIR* sub = opendir((root + "/" + rel).c_str())) {
+            while (dirent* f = readdir(sub)) {
+              std::string fn = f->d_name;
+              if (fn.size() > 3 && fn.compare(fn.size() - 3, 3, ".py") == 0) package = true;
+            }
+            closedir(sub);
+          }
         if ((isSkippedDirName(name) && !package) || (o.exclude && o.exclude(rel))) continue;
         if (d.depth + 1 > o.max_depth) {
           r.notes.push_back(rel + ": deeper than " + std::to_string(o.max_depth) + " levels, skipped");
