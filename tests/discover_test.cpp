@@ -485,6 +485,149 @@ TEST_F(Tree, SglangAotLayoutTakesItsChainAndNotTheJitHeader) {
             std::vector<std::string>{"python/sglang/kernels/jit/csrc/distributed/custom_all_reduce.cuh"});
 }
 
+// A port that keeps the dispatch in its own spelling (MUSA: .muh headers,
+// .mu sources): the file at the layout's path with another dispatch
+// extension is the dispatch when its text defines the class and the
+// dispatch method; the report says the layout matched it by content.
+TEST_F(Tree, PortDispatchInAnotherExtensionIsFoundByContent) {
+  const std::string dir = "sgl-kernel/csrc/allreduce/";
+  copyFixture("musa-port-dispatch", "custom_all_reduce.py", root_ / kSglangPy);
+  copyFixture("musa-port-dispatch", "custom_all_reduce.muh", root_ / (dir + "custom_all_reduce.muh"));
+  put(root_ / (dir + "custom_all_reduce.mu"), "#include \"custom_all_reduce.muh\"\n\nvoid all_reduce(long fa) {\n"
+      "  auto* p = reinterpret_cast<vllm::CustomAllreduce*>(fa);\n  p->allreduce<float>(nullptr, nullptr, nullptr, 0);\n}\n");
+  // Another header of the same stem that names the class but defines no dispatch method.
+  put(root_ / "sgl-kernel/include/custom_all_reduce.hpp", "namespace vllm {\nclass CustomAllreduce {\n  int rank_;\n};\n}\n");
+  auto r = discover::discover(root_.string(), targets());
+  ASSERT_EQ(r.units.size(), 1u);
+  EXPECT_EQ(r.units[0].target, "sglang-sgl-kernel");
+  EXPECT_EQ(r.units[0].cpp_files, (std::vector<std::string>{dir + "custom_all_reduce.muh", dir + "custom_all_reduce.mu"}));
+  EXPECT_NE(r.units[0].matched_by.find("by content: " + dir + "custom_all_reduce.muh defines CustomAllreduce::allreduce"),
+            std::string::npos)
+      << r.units[0].matched_by;
+
+  CliRun c = runCli("check .", root_);
+  EXPECT_EQ(c.status, 0) << c.out << c.err;
+  EXPECT_NE(c.out.find("(target sglang-sgl-kernel, dispatch found by content: " + dir + "custom_all_reduce.muh"),
+            std::string::npos)
+      << c.out;
+  c = runCli("check . --format json", root_);
+  json j = json::parse(c.out);
+  EXPECT_EQ(j["analyses"][0]["layout"]["target"], "sglang-sgl-kernel");
+  EXPECT_NE(j["analyses"][0]["layout"]["dispatch_found"].get<std::string>().find("by content"), std::string::npos);
+
+  // With the CUDA header at the layout's own path, that one is the dispatch.
+  copyFixture("sglang-upstream", "custom_all_reduce.cuh", root_ / (dir + "custom_all_reduce.cuh"));
+  r = discover::discover(root_.string(), targets());
+  ASSERT_EQ(r.units.size(), 1u);
+  EXPECT_EQ(r.units[0].cpp_files.front(), dir + "custom_all_reduce.cuh");
+  EXPECT_EQ(r.units[0].matched_by, "");
+
+  // A .muh that names the class without the dispatch method is no dispatch.
+  fs::remove(root_ / (dir + "custom_all_reduce.cuh"));
+  put(root_ / (dir + "custom_all_reduce.muh"), "namespace vllm {\nclass CustomAllreduce {\n  void register_buffer(void** ptrs);\n};\n}\n");
+  r = discover::discover(root_.string(), targets());
+  EXPECT_TRUE(r.units.empty());
+}
+
+// `dist/` is a build output and skipped, unless it is a Python package (it
+// holds .py modules, with or without __init__.py): a kernel library may keep
+// its gate under <pkg>/dist/.
+TEST_F(Tree, DistPackageIsWalkedAndABuildDistIsNot) {
+  copyFixture("vllm-upstream", "custom_all_reduce.py", root_ / "kernlib/dist/device_communicators/custom_all_reduce.py");
+  copyFixture("vllm-upstream", "custom_all_reduce.cuh", root_ / "csrc/include/custom_all_reduce.cuh");
+  put(root_ / "kernlib/dist/wheel/kernlib-1.0.tar.gz", "");
+  put(root_ / "build_dist/dist/kernlib-1.0-py3-none-any.whl", "");
+  auto r = discover::discover(root_.string(), targets());
+  EXPECT_TRUE(r.units.empty());
+  // A namespace package: .py modules and no __init__.py.
+  put(root_ / "kernlib/dist/utils.py", "");
+  r = discover::discover(root_.string(), targets());
+  ASSERT_EQ(r.units.size(), 1u);
+  EXPECT_EQ(r.units[0].python_files.front(), "kernlib/dist/device_communicators/custom_all_reduce.py");
+
+  // A quick all-reduce beside it, which its own layout finds: the generic
+  // layout still takes the custom all-reduce gate no layout found.
+  copyFixture("quick-allreduce", "vllm/distributed/device_communicators/quick_all_reduce.py",
+              root_ / "kernlib/dist/device_communicators/quick_all_reduce.py");
+  copyFixture("quick-allreduce", "csrc/quickreduce/quick_reduce.h", root_ / "csrc/quickreduce/quick_reduce.h");
+  r = discover::discover(root_.string(), targets());
+  ASSERT_EQ(r.units.size(), 2u);
+  EXPECT_EQ(r.units[0].target, "custom-allreduce");
+  EXPECT_EQ(r.units[1].target, "quick-allreduce");
+}
+
+// The pre-merge lineage of vLLM's custom all-reduce spelled the class
+// FastAllreduce (module-level gate, C++ class of the same name): found and
+// analysed like the later spelling.
+TEST_F(Tree, PreMergeClassSpellingIsAGate) {
+  for (const char* f : {"custom_all_reduce.py", "custom_all_reduce.cuh"}) {
+    std::string text = slurp(fs::path(LAYERGATE_FIXTURES) / "vllm-2024-module-gate" / f);
+    for (size_t at = text.find("CustomAllreduce"); at != std::string::npos; at = text.find("CustomAllreduce", at))
+      text.replace(at, 15, "FastAllreduce");
+    put(root_ / (std::string(f).back() == 'y' ? "vllm/model_executor/parallel_utils/" : "csrc/") / f, text);
+  }
+  CliRun r = runCli("check .", root_);
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("(target custom-allreduce)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("0 errors"), std::string::npos) << r.out;
+}
+
+// A gate that picks its op library per configuration: the configurations of
+// a route to another library never meet the layout's dispatch ("not analysed
+// here" there, never "no kernel"); a route whose C++ is in the tree (a JIT
+// extension's sources) is analysed against that C++, one route not in the
+// tree is said to be not analysed, in text, JSON and SARIF.
+TEST_F(Tree, PerConfigurationRoutesAreCheckedAgainstTheirOwnDispatch) {
+  fs::copy(fs::path(LAYERGATE_FIXTURES) / "vllm-pcie-jit-route", root_, fs::copy_options::recursive);
+  for (const char* f : {"expect.json", "golden.txt"}) fs::remove(root_ / f);
+  CliRun r = runCli("check .", root_);
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_EQ(r.out.find("[LG001]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("in all, 2 gates: 0 errors, 0 warnings"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  4     no     not analysed here (routed elsewhere)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(target vllm-csrc, route: self._ops is load("), std::string::npos) << r.out;
+  r = runCli("check . --format json", root_);
+  json j = json::parse(r.out);
+  ASSERT_EQ(j["analyses"].size(), 2u);
+  const json& usual = j["analyses"][0];
+  EXPECT_EQ(usual["route"]["op_module"], "vllm._custom_ops");
+  EXPECT_EQ(usual["route"]["cpp_entry"], "csrc/custom_all_reduce.cu:20");
+  ASSERT_EQ(usual["routes_elsewhere"].size(), 1u);
+  EXPECT_EQ(usual["routes_elsewhere"][0]["kind"], "JIT extension");
+  EXPECT_EQ(usual["routes_elsewhere"][0]["cpp_sources"][0],
+            "vllm/distributed/device_communicators/pcie_ar/pcie_all_reduce.cu");
+  const json& jit = j["analyses"][1];
+  EXPECT_NE(jit["route"]["op_module"].get<std::string>().find("load("), std::string::npos) << jit["route"];
+  for (const auto& m : jit["matrix"])
+    if (m["world_size"] == 4 && m["full_nvlink"] == false) {
+      EXPECT_EQ(m["gate"]["state"], "admitted") << m;
+      bool launch = false, none = false;
+      for (const auto& d : m["dispatch"]) {
+        launch |= d["kind"] == "launch" && d["kernel"] == "cross_device_reduce_1stage";
+        none |= d["kind"] == "none";
+      }
+      EXPECT_TRUE(launch && !none) << m;
+    }
+  EXPECT_EQ(jit["route"]["cpp_entry"], "vllm/distributed/device_communicators/pcie_ar/pcie_all_reduce.cu");
+  for (const auto& m : usual["matrix"])
+    if (m["world_size"] == 6 && m["full_nvlink"] == false) EXPECT_TRUE(m.contains("not_analysed_here")) << m;
+
+  // The route's library is not in the tree: its cells are not analysed, and
+  // the run says so (a SARIF notification); still no LG001.
+  fs::remove_all(root_);
+  fs::copy(fs::path(LAYERGATE_FIXTURES) / "vllm-pcie-route-not-in-tree", root_, fs::copy_options::recursive);
+  r = runCli("check .", root_);
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_EQ(r.out.find("[LG001]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("not analysed here: the configurations where self._ops is pcie_allreduce_kernels"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("1 not analysed"), std::string::npos) << r.out;
+  r = runCli("check . --format sarif", root_);
+  json sarif = json::parse(r.out);
+  std::string notes = sarif["runs"][0]["invocations"][0]["toolExecutionNotifications"].dump();
+  EXPECT_NE(notes.find("not analysed here"), std::string::npos) << notes;
+}
+
 // Aphrodite (a vLLM fork): kernels/all_reduce/ in 2024, aphrodite_kernels/csrc/
 // in 2025-11, csrc/all_reduce/ in 2026 beside a stale csrc/custom_all_reduce.cuh.
 TEST_F(Tree, AphroditeLayoutsOfEachYear) {
@@ -544,7 +687,7 @@ TEST_F(Tree, ClassLessOpWrapperIsNotTakenAsTheGate) {
   EXPECT_NE(r.err.find("found the C++ dispatch include/flashinfer/distributed/custom_all_reduce.cuh but no Python gate"),
             std::string::npos)
       << r.err;
-  EXPECT_NE(r.err.find("flashinfer/custom_all_reduce.py is not one: no class CustomAllreduce or CustomAllReduce "
+  EXPECT_NE(r.err.find("flashinfer/custom_all_reduce.py is not one: no class CustomAllreduce or CustomAllReduce or FastAllreduce "
                        "(2 module-level functions and no class: an op-wrapper module, not a gate)"),
             std::string::npos)
       << r.err;

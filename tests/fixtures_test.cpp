@@ -39,7 +39,8 @@ std::string slurp(const fs::path& p) {
 }
 
 // Inputs of a fixture: expect.json may list them ("python": [...], "cpp":
-// [...]); by default the folder's *.py and *.cuh/*.cu/*.h files.
+// [...]); by default the folder's *.py and *.cuh/*.cu/*.h (and MUSA's
+// *.muh/*.mu) files.
 void inputs(const std::string& name, const json& expect, driver::Request& req) {
   std::string dir = std::string("fixtures/") + name + "/";
   if (expect.contains("target")) req.target = expect["target"].get<std::string>();
@@ -53,7 +54,7 @@ void inputs(const std::string& name, const json& expect, driver::Request& req) {
     auto ext = e.path().extension().string();
     auto rel = dir + e.path().filename().string();
     if (ext == ".py") py.push_back(rel);
-    if (ext == ".cuh" || ext == ".cu" || ext == ".h") cc.push_back(rel);
+    if (ext == ".cuh" || ext == ".cu" || ext == ".h" || ext == ".muh" || ext == ".mu") cc.push_back(rel);
   }
   std::sort(py.begin(), py.end());
   std::sort(cc.begin(), cc.end());

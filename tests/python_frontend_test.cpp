@@ -660,7 +660,7 @@ TEST(PythonFrontend, BadInputsThrowWithPath) {
   std::string py2 = errorOf("import os\nprint \"hello\"\n");
   EXPECT_EQ(py2.rfind("gate.py:2:1: syntax error: not valid Python 3", 0), 0u) << py2;
   EXPECT_EQ(errorOf("class Other:\n    pass\n"),
-            "gate.py: no class CustomAllreduce (looked for: CustomAllreduce, CustomAllReduce)");
+            "gate.py: no class CustomAllreduce (looked for: CustomAllreduce, CustomAllReduce, FastAllreduce)");
   std::string noinit = errorOf("class CustomAllreduce:\n    def should_custom_ar(self, inp):\n        return True\n");
   EXPECT_NE(noinit.find("gate.py:1:1:"), std::string::npos) << noinit;
   EXPECT_NE(noinit.find("has no __init__"), std::string::npos);
@@ -1183,7 +1183,7 @@ TEST(PythonFrontendFiles, GateFileIsTheOneWithTheClassAndErrorsNameAllFiles) {
   } catch (const InputError& e) {
     err = e.what();
   }
-  EXPECT_EQ(err, "a.py, b.py: no class CustomAllreduce (looked for: CustomAllreduce, CustomAllReduce)");
+  EXPECT_EQ(err, "a.py, b.py: no class CustomAllreduce (looked for: CustomAllreduce, CustomAllReduce, FastAllreduce)");
   // a helper that is not valid Python is noted, not fatal; binary input is
   auto h = extractFiles({{"gate.py", gateSrc()}, {"broken.py", "def f(:\n"}});
   EXPECT_TRUE(hasNote(h, "broken.py: not valid Python 3"));

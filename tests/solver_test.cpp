@@ -346,3 +346,23 @@ TEST(Solver, AMappedCppVariableIsFreeOnlyWhenTheGateBindsIt) {
 }
 
 }  // namespace
+
+// A gate that divides by a value the user sets (the world size per node:
+// world_size // int(NNODES)): Python raises ZeroDivisionError for a zero
+// divisor, so no configuration is admitted through a quotient Z3 leaves free
+// (x div 0). World size 1 can only pass `per node == 2` with NNODES=0.
+TEST(Solver, ADivisionByZeroAdmitsNothing) {
+  Gate g;
+  auto nodes = StrToInt(EnvValue("NNODES"));
+  g.admit = AndAll({EnvIsSet("NNODES"), eq(Arith(Op::Div, ws(), nodes), 2)});
+  g.env_reads = {"NNODES"};
+  Dispatch d = dispatch();
+  solve::Solver s(g, d);
+  for (bool nv : {false, true})
+    for (auto kind : {solve::GapKind::NoKernel, solve::GapKind::Throws})
+      EXPECT_FALSE(s.findGap({1, nv}, kind).has_value()) << nv;
+  // NNODES=1 and NNODES=2 still admit what they admit: 2 and (5 // 2 =) 2.
+  EXPECT_FALSE(s.findGap({2, false}, solve::GapKind::NoKernel).has_value());
+  EXPECT_TRUE(s.findGap({5, false}, solve::GapKind::NoKernel).has_value() ||
+              s.findGap({5, false}, solve::GapKind::Throws).has_value());
+}

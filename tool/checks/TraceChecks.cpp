@@ -31,6 +31,22 @@ class ForcedFlagCheck : public Check {
  public:
   const RuleInfo& rule() const override { return *findRule("LG003"); }
   void check(const CheckContext& ctx, std::vector<model::Finding>& out) const override {
+    // On another platform than the target's: a branch that sets the flag to
+    // True whatever the links (the walk of the target's platform never
+    // enters it, so the solver does not see it).
+    for (const auto& p : ctx.gate.platform_forced) {
+      model::Finding f;
+      f.rule = rule().id;
+      f.severity = rule().severity;
+      f.message = "the NVLink flag is forced true on another platform: " + p.text +
+                  " sets it whatever the links, so on that platform the NVLink-tuned branches run on GPUs that are "
+                  "not fully connected";
+      model::Location at = p.where;
+      at.role = "gate";
+      at.note = "flag forced here";
+      f.locations.push_back(at);
+      out.push_back(std::move(f));
+    }
     if (!ctx.flag || !ctx.flag->value) return;
     std::optional<solve::ForcedFlag> ff;
     try {
@@ -51,7 +67,7 @@ class ForcedFlagCheck : public Check {
     // How it is forced: the monkeypatch / override hops, with their source.
     std::string how;
     for (const auto& h : ctx.flag->hops)
-      if (h.hop == "monkeypatch" || h.hop == "env override")
+      if (h.hop == "monkeypatch" || h.hop == "env override" || h.hop == "platform override")
         how += (how.empty() ? " (" : "; ") + h.hop + " at " + h.where.file + ":" + std::to_string(h.where.line) +
                (h.where.note.empty() ? "" : ": " + h.where.note);
     if (!how.empty()) how += ")";
@@ -63,7 +79,7 @@ class ForcedFlagCheck : public Check {
     at.note = "flag value passed here";
     f.locations.push_back(at);
     for (const auto& h : ctx.flag->hops)
-      if (h.hop == "probe" || h.hop == "monkeypatch" || h.hop == "env override") {
+      if (h.hop == "probe" || h.hop == "monkeypatch" || h.hop == "env override" || h.hop == "platform override") {
         model::Location l = h.where;
         l.role = "trace";
         l.note = h.hop;

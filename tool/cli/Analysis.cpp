@@ -125,6 +125,54 @@ target::Target targetByContent(const Request& req) {
   return fallback;
 }
 
+// Per-configuration routes (model::Route): the admitted configurations of
+// each cell that call another op library than the analysed chain's are not
+// analysed here; the matrix and the notes say where they go.
+std::string routeText(const model::Route& rt) {
+  std::string s = rt.receiver + " is " + rt.module;
+  if (rt.kind.empty()) return s + " (another op library)";
+  s += " (a " + rt.kind;
+  if (!rt.sources.empty()) {
+    std::string files;
+    for (const auto& f : rt.sources) files += (files.empty() ? "" : ", ") + f;
+    s += " built from " + files;
+  }
+  if (!rt.sources_missing.empty()) {
+    std::string files;
+    for (const auto& f : rt.sources_missing) files += (files.empty() ? "" : ", ") + f;
+    s += std::string(rt.sources.empty() ? " built from " : "; also ") + files + ", not in the tree";
+  }
+  if (!rt.sources_unresolved.empty()) s += "; sources not spelled as paths: " + rt.sources_unresolved.front();
+  return s + ")";
+}
+
+void markRoutes(report::Result& r, solve::Solver& solver) {
+  if (r.gate.routes.empty()) return;
+  model::ExprPtr admitted = model::And(model::And(r.gate.admit, r.gate.per_call), r.gate.bound);
+  auto ws = model::Var(model::kWorldSize, model::Sort::Int);
+  auto nvl = model::Var(model::kFullNvlink, model::Sort::Bool);
+  for (const auto& rt : r.gate.routes) {
+    std::string text = routeText(rt);
+    bool any = false;
+    for (auto& v : r.matrix) {
+      model::ExprPtr cell = model::Cmp(model::Op::Eq, ws, model::IntC(v.cell.world_size));
+      if (!v.cell.nvlink_any) cell = model::And(cell, v.cell.full_nvlink ? nvl : model::Not(nvl));
+      if (!solver.possible(model::AndAll({admitted, r.gate.assumed, rt.condition, cell}))) continue;
+      v.routed_elsewhere.push_back(text);
+      any = true;
+    }
+    if (any)
+      r.gate.notes.push_back("not analysed here: the configurations where " + text + " (" + rt.where.file + ":" +
+                             std::to_string(rt.where.line) + "); their op calls (" +
+                             [&] {
+                               std::string o;
+                               for (const auto& x : rt.ops) o += (o.empty() ? "" : ", ") + x;
+                               return o;
+                             }() +
+                             ") do not reach the analysed dispatch, whose op module is " + rt.analysed_module);
+  }
+}
+
 }  // namespace
 
 report::Result analyse(const Request& req) {
@@ -142,6 +190,7 @@ report::Result analyse(const Request& req) {
   python::Limits limits;
   limits.max_bytes = req.max_file_bytes;
   limits.max_depth = req.max_depth;
+  limits.route = req.route;
   std::vector<python::SourceFile> sources;
   for (const auto& path : req.python_files) sources.push_back({path, readSource(path, req.max_file_bytes)});
   r.gate = python::extractGate(sources, tgt.python, limits);
@@ -182,6 +231,7 @@ report::Result analyse(const Request& req) {
     for (auto& f : r.findings)
       if (f.rule == "LG008") f.severity = model::Severity::Error;
   r.matrix = solver.matrix();
+  markRoutes(r, solver);
   if (req.want_examples && req.want_examples(r.gate, r.dispatch))
     for (auto& v : r.matrix) {
       if (v.undecided || v.gate.state == solve::GateState::Blocked) continue;

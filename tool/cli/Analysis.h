@@ -34,6 +34,9 @@ struct Request {
   // ignores); null: every rule at its own severity. Inline suppressions
   // apply either way.
   std::shared_ptr<const config::Settings> settings;
+  // A per-configuration route of the gate to analyse (model::Route::module):
+  // its configurations against the given C++ (the route's own sources).
+  std::string route;
 };
 
 target::Target selectTarget(const std::string& rules_dir, const std::string& name);

@@ -59,6 +59,57 @@ void sortFindings(std::vector<model::Finding>& fs_) {
   std::stable_sort(fs_.begin(), fs_.end(), [&](const model::Finding& a, const model::Finding& b) { return key(a) < key(b); });
 }
 
+// The gate's routes elsewhere whose C++ is in the tree (a JIT extension's
+// sources): each analysed on its own, the gate's configurations of that route
+// against the route's dispatch (its sources and the headers beside them). A
+// route whose C++ is not in the tree, or does not define the target's
+// dispatch, is said to be not analysed.
+void analyseRoutes(const discover::Unit& u, const Request& base, const std::vector<model::Route>& routes,
+                   ScanResult& out) {
+  for (const auto& rt : routes) {
+    discover::Unit ru = u;
+    ru.matched_by = "route: " + rt.receiver + " is " + rt.module;
+    if (rt.sources.empty()) {
+      ru.cpp_files = rt.sources_missing;
+      out.notes.push_back(fmt::format("{} ({}) not analysed: its C++ is not in the tree", filesText(ru), ru.matched_by));
+      out.unanalysed.push_back({ru, "its C++ is not in the tree" +
+                                        (rt.sources_missing.empty() ? std::string(" (no sources named)")
+                                                                    : " (" + rt.sources_missing.front() + " is missing)"),
+                                false});
+      continue;
+    }
+    std::vector<std::string> cpp;
+    for (const auto& src : rt.sources) {
+      std::error_code ec;
+      fs::path dir = fs::path(src).parent_path();
+      std::vector<std::string> headers;
+      for (const auto& e : fs::directory_iterator(dir.empty() ? fs::path(".") : dir, ec)) {
+        auto ext = e.path().extension().string();
+        if (ext == ".cuh" || ext == ".h" || ext == ".hpp" || ext == ".muh")
+          headers.push_back((dir / e.path().filename()).generic_string());
+      }
+      std::sort(headers.begin(), headers.end());
+      for (const auto& h : headers)
+        if (std::find(cpp.begin(), cpp.end(), h) == cpp.end()) cpp.push_back(h);
+    }
+    for (const auto& src : rt.sources)
+      if (std::find(cpp.begin(), cpp.end(), src) == cpp.end()) cpp.push_back(src);
+    ru.cpp_files = cpp;
+    Request r = base;
+    r.cpp_files = cpp;
+    r.route = rt.module;
+    try {
+      report::Result res = analyse(r);
+      sortFindings(res.findings);
+      out.units.push_back(ru);
+      out.results.push_back(std::move(res));
+    } catch (const InputError& e) {
+      out.notes.push_back(fmt::format("{} ({}) not analysed: {}", filesText(ru), ru.matched_by, e.what()));
+      out.unanalysed.push_back({ru, e.what(), false});
+    }
+  }
+}
+
 }  // namespace
 
 ScanResult scan(const ScanRequest& req) {
@@ -112,8 +163,10 @@ ScanResult scan(const ScanRequest& req) {
     try {
       report::Result res = analyse(r);
       sortFindings(res.findings);
+      auto routes = res.gate.routes;
       out.units.push_back(u);
       out.results.push_back(std::move(res));
+      analyseRoutes(u, r, routes, out);
     } catch (const InputError& e) {
       if (first_error.empty()) first_error = e.what();
       out.notes.push_back(fmt::format("{} (target {}) not analysed: {}", filesText(u), u.target, e.what()));
@@ -141,7 +194,8 @@ std::string renderScanText(const ScanResult& s, const report::TextOptions& o) {
   std::string out;
   for (size_t i = 0; i < s.results.size(); ++i) {
     if (i) out += "\n";
-    out += fmt::format("layergate: checking {} (target {})\n", filesText(s.units[i]), s.units[i].target);
+    out += fmt::format("layergate: checking {} (target {}{})\n", filesText(s.units[i]), s.units[i].target,
+                       s.units[i].matched_by.empty() ? "" : ", " + s.units[i].matched_by);
     out += report::renderText(s.results[i], o);
   }
   if (o.matrix)
@@ -166,9 +220,15 @@ std::string renderScanText(const ScanResult& s, const report::TextOptions& o) {
 
 std::string renderScanJson(const ScanResult& s) {
   json analyses = json::array();
-  for (const auto& r : s.results) {
+  for (size_t i = 0; i < s.results.size(); ++i) {
+    const auto& r = s.results[i];
     json j = json::parse(report::renderJson(r));
     j.erase("tool");
+    // Which layout found the files: the target's own paths, or its dispatch
+    // by content in another extension.
+    if (i < s.units.size())
+      j["layout"] = {{"target", s.units[i].target},
+                     {"dispatch_found", s.units[i].matched_by.empty() ? "by path" : s.units[i].matched_by}};
     analyses.push_back(std::move(j));
   }
   int errors = countAtLeast(s, model::Severity::Error);
@@ -215,6 +275,11 @@ std::string renderScanSarif(const ScanResult& s) {
   for (size_t i = 1; i < s.results.size(); ++i) {
     json more = json::parse(report::renderSarif(s.results[i]));
     for (auto& r : more["runs"][0]["results"]) results.push_back(std::move(r));
+    if (more["runs"][0].contains("invocations")) {
+      json& inv = out["runs"][0]["invocations"];
+      if (!inv.is_array() || inv.empty()) inv = more["runs"][0]["invocations"];
+      else for (auto& n : more["runs"][0]["invocations"][0]["toolExecutionNotifications"]) inv[0]["toolExecutionNotifications"].push_back(n);
+    }
   }
   // Units found and not analysed: tool execution notifications (SARIF 2.1.0
   // §3.20.21), so that code scanning shows the run as incomplete, not clean.
@@ -228,7 +293,11 @@ std::string renderScanSarif(const ScanResult& s) {
                        {"message", {{"text", filesText(x.unit) + " (target " + x.unit.target + ") not analysed: " + x.reason}}},
                        {"locations", locs}});
     }
-    out["runs"][0]["invocations"] = json::array({{{"executionSuccessful", true}, {"toolExecutionNotifications", notes}}});
+    json& inv = out["runs"][0]["invocations"];
+    if (inv.is_array() && !inv.empty() && inv[0].contains("toolExecutionNotifications"))
+      for (auto& n : notes) inv[0]["toolExecutionNotifications"].push_back(std::move(n));
+    else
+      inv = json::array({{{"executionSuccessful", true}, {"toolExecutionNotifications", notes}}});
   }
   return out.dump(2) + "\n";
 }

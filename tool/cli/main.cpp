@@ -146,7 +146,7 @@ int runCheck(CheckArgs a) {
     if (ext == ".py" || ext == ".pyi")
       a.req.python_files.push_back(p);
     else if (ext == ".cuh" || ext == ".cu" || ext == ".h" || ext == ".hpp" || ext == ".hh" || ext == ".cc" ||
-             ext == ".cpp" || ext == ".cxx")
+             ext == ".cpp" || ext == ".cxx" || ext == ".muh" || ext == ".mu")
       a.req.cpp_files.push_back(p);
     else if (!std::filesystem::exists(p))
       throw InputError(p + ": no such file or directory");

@@ -80,6 +80,8 @@ NameFilter filterFor(const std::vector<target::Target>& targets) {
     for (const auto& p : t.discovery.required_paths) add(p);
     for (const auto& p : t.discovery.chain_python) add(p);
     for (const auto& p : t.discovery.chain_cpp) add(p);
+    for (const auto& p : extensionVariants(t.discovery.cpp_paths)) add(p);
+    for (const auto& p : extensionVariants(t.discovery.chain_cpp)) add(p);
   }
   std::sort(f.last.begin(), f.last.end());
   f.last.erase(std::unique(f.last.begin(), f.last.end()), f.last.end());
@@ -128,6 +130,8 @@ bool requiredPresent(const target::Target& t, const std::vector<std::string>& fi
   return true;
 }
 
+std::string joinNames(const std::vector<std::string>& v, const char* sep);
+
 // Units of one target. Python files in `claimed` were taken by a more
 // specific target and are left alone.
 std::vector<Unit> unitsOf(const target::Target& t, const std::vector<std::string>& files,
@@ -137,8 +141,24 @@ std::vector<Unit> unitsOf(const target::Target& t, const std::vector<std::string
   auto cc = matching(t.discovery.cpp_paths, files);
   for (auto it = py.begin(); it != py.end();)
     it = claimed.count(it->first) || (accept && !accept(t, it->first, true)) ? py.erase(it) : std::next(it);
-  if (accept)
-    for (auto it = cc.begin(); it != cc.end();) it = !accept(t, it->first, false) ? cc.erase(it) : std::next(it);
+  auto keepAccepted = [&](std::map<std::string, std::string>& m) {
+    for (auto it = m.begin(); it != m.end();) it = !accept(t, it->first, false) ? m.erase(it) : std::next(it);
+  };
+  if (accept) keepAccepted(cc);
+  // No dispatch at the layout's own paths: the same paths in another
+  // dispatch extension (a port's .muh/.mu), taken only for their text (the
+  // class and its dispatch method defined there), so never without accept.
+  std::string matchedBy;
+  if (cc.empty() && accept && !py.empty()) {
+    cc = matching(extensionVariants(t.discovery.cpp_paths), files);
+    keepAccepted(cc);
+    if (!cc.empty()) {
+      std::string cls = t.cpp.class_names.empty() ? "" : t.cpp.class_names.front() + "::";
+      std::string fn = t.cpp.dispatch_functions.empty() ? "" : t.cpp.dispatch_functions.front();
+      matchedBy = "dispatch found by content: " + cc.begin()->first + " defines " + cls + fn + " (the layout names " +
+                  joinNames(t.discovery.cpp_paths, ", ") + ")";
+    }
+  }
   if (py.empty() || cc.empty()) return out;
   if (t.discovery.same_root) {
     // One unit per checkout root holding both halves (and the markers).
@@ -152,13 +172,20 @@ std::vector<Unit> unitsOf(const target::Target& t, const std::vector<std::string
       // The flag's chain under the same root, after the gate and the
       // dispatch, in the order the layout lists it (the gate's op module
       // before the kernel's wrapper); the files a version lacks are left out.
-      auto chain = [&](const std::vector<std::string>& patterns, std::vector<std::string>& into) {
-        for (const auto& pat : patterns)
+      auto chain = [&](const std::vector<std::string>& patterns, std::vector<std::string>& into, bool variants) {
+        for (const auto& pat : patterns) {
+          size_t before = into.size();
           for (const auto& [f, p] : matching({pat}, files))
             if (p == prefix && std::find(into.begin(), into.end(), f) == into.end()) into.push_back(f);
+          // A dispatch found in a port's spelling: its chain is spelled so too.
+          if (variants && into.size() == before)
+            for (const auto& [f, p] : matching(extensionVariants({pat}), files))
+              if (p == prefix && std::find(into.begin(), into.end(), f) == into.end()) into.push_back(f);
+        }
       };
-      chain(t.discovery.chain_python, u.python_files);
-      chain(t.discovery.chain_cpp, u.cpp_files);
+      chain(t.discovery.chain_python, u.python_files, false);
+      chain(t.discovery.chain_cpp, u.cpp_files, !matchedBy.empty());
+      u.matched_by = matchedBy;
       out.push_back(std::move(u));
     }
     return out;
@@ -173,7 +200,7 @@ std::vector<Unit> unitsOf(const target::Target& t, const std::vector<std::string
       size_t s = sharedDirs(f, c);
       if (!best || s > bestShared) best = &c, bestShared = s;
     }
-    out.push_back({t.name, {f}, {*best}});
+    out.push_back({t.name, {f}, {*best}, matchedBy});
   }
   return out;
 }
@@ -207,7 +234,19 @@ void walk(const std::string& root, const Options& o, const NameFilter& keep, Res
         type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISLNK(st.st_mode) ? DT_LNK : S_ISREG(st.st_mode) ? DT_REG : DT_UNKNOWN;
       }
       if (type == DT_DIR) {
-        if (isSkippedDirName(name) || (o.exclude && o.exclude(rel))) continue;
+        // `dist` is a build output (wheels, archives), except where it is a
+        // Python package, regular or namespace: it holds .py modules (a
+        // kernel library keeps its gate under <pkg>/dist/).
+        bool package = false;
+        if (name == "dist")
+          if (DIR* sub = opendir((root + "/" + rel).c_str())) {
+            while (dirent* f = readdir(sub)) {
+              std::string fn = f->d_name;
+              if (fn.size() > 3 && fn.compare(fn.size() - 3, 3, ".py") == 0) package = true;
+            }
+            closedir(sub);
+          }
+        if ((isSkippedDirName(name) && !package) || (o.exclude && o.exclude(rel))) continue;
         if (d.depth + 1 > o.max_depth) {
           r.notes.push_back(rel + ": deeper than " + std::to_string(o.max_depth) + " levels, skipped");
           continue;
@@ -273,6 +312,7 @@ bool isIdent(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c =
 struct FileFacts {
   bool read = false;
   std::set<std::string> classes;
+  std::set<std::string> methods;  // C++: wanted function names declared or defined (not only called)
   int module_functions = 0;
 };
 
@@ -287,9 +327,39 @@ FileFacts pythonFacts(const std::string& text) {
   return f;
 }
 
-FileFacts cppFacts(const std::string& text, const std::set<std::string>& wanted) {
+// A function name is declared or defined, not called through an object:
+// `name(` or `name<...>(` not after `.`/`->` (a .cu that calls
+// `fa->allreduce<half>(...)` does not define the dispatch).
+bool declaresFunction(const std::string& text, const std::string& name) {
+  for (size_t at = text.find(name); at != std::string::npos; at = text.find(name, at + 1)) {
+    if (at > 0 && isIdent(text[at - 1])) continue;
+    size_t e = at + name.size();
+    if (e < text.size() && isIdent(text[e])) continue;
+    size_t b = at;
+    while (b > 0 && std::isspace(static_cast<unsigned char>(text[b - 1]))) --b;
+    if (b > 0 && text[b - 1] == '.') continue;
+    if (b > 1 && text[b - 1] == '>' && text[b - 2] == '-') continue;
+    while (e < text.size() && std::isspace(static_cast<unsigned char>(text[e]))) ++e;
+    if (e < text.size() && text[e] == '<') {  // template arguments of a declaration's name are rare; skip them
+      int depth = 0;
+      for (; e < text.size(); ++e) {
+        if (text[e] == '<') ++depth;
+        if (text[e] == '>' && --depth == 0) break;
+      }
+      ++e;
+      while (e < text.size() && std::isspace(static_cast<unsigned char>(text[e]))) ++e;
+    }
+    if (e < text.size() && text[e] == '(') return true;
+  }
+  return false;
+}
+
+FileFacts cppFacts(const std::string& text, const std::set<std::string>& wanted,
+                   const std::set<std::string>& functions = {}) {
   FileFacts f;
   f.read = true;
+  for (const auto& fn : functions)
+    if (declaresFunction(text, fn)) f.methods.insert(fn);
   for (const auto& name : wanted)
     for (const char* kw : {"class", "struct"}) {
       std::string k = kw;
@@ -415,6 +485,28 @@ OpModule gateOpModule(const std::string& root, const std::string& gate) {
 
 }  // namespace
 
+const std::vector<std::string>& dispatchExtensions() {
+  static const std::vector<std::string> exts = {".cuh", ".h", ".hpp", ".muh", ".cu", ".mu"};
+  return exts;
+}
+
+std::vector<std::string> extensionVariants(const std::vector<std::string>& patterns) {
+  std::vector<std::string> out;
+  for (const auto& p : patterns) {
+    auto slash = p.rfind('/');
+    auto dot = p.rfind('.');
+    if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) continue;
+    std::string ext = p.substr(dot), stem = p.substr(0, dot);
+    const auto& exts = dispatchExtensions();
+    if (std::find(exts.begin(), exts.end(), ext) == exts.end()) continue;
+    for (const auto& e : exts)
+      if (e != ext && std::find(patterns.begin(), patterns.end(), stem + e) == patterns.end() &&
+          std::find(out.begin(), out.end(), stem + e) == out.end())
+        out.push_back(stem + e);
+  }
+  return out;
+}
+
 bool isSkippedDirName(const std::string& name) {
   if (name.empty() || name[0] == '.') return true;  // .git, .hg, .venv, .tox, .cache, ...
   if (name.rfind("build", 0) == 0 || name.rfind("cmake-build", 0) == 0) return true;
@@ -461,7 +553,18 @@ std::vector<Unit> match(const std::vector<std::string>& files_in, const std::vec
   };
   phase([](const target::Target& t) { return !t.discovery.fallback && t.discovery.same_root; });
   phase([](const target::Target& t) { return !t.discovery.fallback && !t.discovery.same_root; });
-  if (units.empty()) phase([](const target::Target& t) { return t.discovery.fallback; });
+  // The fallback, for a gate class no layout found (a tree whose only layout
+  // match is another kind of gate, such as a quick all-reduce beside it).
+  std::set<std::string> found;
+  for (const auto& u : units)
+    for (const auto& t : targets)
+      if (t.name == u.target) found.insert(t.python.class_names.begin(), t.python.class_names.end());
+  phase([&](const target::Target& t) {
+    if (!t.discovery.fallback) return false;
+    for (const auto& c : t.python.class_names)
+      if (found.count(c)) return false;
+    return true;
+  });
 
   // Two layouts naming the same files: keep the one with more markers (the
   // more specific), then the first name.
@@ -493,17 +596,22 @@ Result discover(const std::string& root, const std::vector<target::Target>& targ
 
   // Read each gate or dispatch candidate once: a file takes a target's role
   // only when it defines one of that target's classes.
-  std::set<std::string> cppClasses;
-  for (const auto& t : targets) cppClasses.insert(t.cpp.class_names.begin(), t.cpp.class_names.end());
-  std::map<std::string, FileFacts> py, cc;
+  std::set<std::string> cppClasses, cppFunctions;
+  for (const auto& t : targets) {
+    cppClasses.insert(t.cpp.class_names.begin(), t.cpp.class_names.end());
+    cppFunctions.insert(t.cpp.dispatch_functions.begin(), t.cpp.dispatch_functions.end());
+  }
+  std::map<std::string, FileFacts> py, cc, ported;  // ported: another dispatch extension
   for (const auto& f : r.candidates) {
-    bool isPy = false, isCc = false;
+    bool isPy = false, isCc = false, isPort = false;
     for (const auto& t : targets) {
       isPy = isPy || matchesAny(t.discovery.python_paths, f);
       isCc = isCc || matchesAny(t.discovery.cpp_paths, f);
+      isPort = isPort || matchesAny(extensionVariants(t.discovery.cpp_paths), f);
     }
     if (isPy) py[f] = pythonFacts(readText(root + "/" + f));
     if (isCc) cc[f] = cppFacts(readText(root + "/" + f), cppClasses);
+    else if (isPort) ported[f] = cppFacts(readText(root + "/" + f), cppClasses, cppFunctions);
   }
   auto defines = [](const FileFacts& facts, const std::vector<std::string>& names) {
     if (names.empty()) return true;
@@ -512,6 +620,15 @@ Result discover(const std::string& root, const std::vector<target::Target>& targ
     return false;
   };
   Accept accept = [&](const target::Target& t, const std::string& f, bool python) {
+    if (!python && !matchesAny(t.discovery.cpp_paths, f)) {
+      // A port's spelling: the class and the dispatch method, both, and a
+      // target whose dispatch is a class method.
+      auto it = ported.find(f);
+      if (it == ported.end() || t.cpp.class_names.empty() || !defines(it->second, t.cpp.class_names)) return false;
+      for (const auto& fn : t.cpp.dispatch_functions)
+        if (it->second.methods.count(fn)) return true;
+      return false;
+    }
     auto& facts = python ? py : cc;
     auto it = facts.find(f);
     if (it == facts.end()) return true;

@@ -30,6 +30,12 @@ struct Unit {
   std::string target;
   std::vector<std::string> python_files;  // root-relative
   std::vector<std::string> cpp_files;
+  // How the dispatch was found: "" when its path is the layout's own; else
+  // "dispatch found by content: ..." (a file of another dispatch extension beside the
+  // layout's path that defines the target's class and method, such as a
+  // MUSA port's .muh), or "route: ..." (a per-configuration route of the
+  // gate to another op library, analysed against that library's C++).
+  std::string matched_by;
 };
 
 // A file whose path fits a gate or dispatch pattern but whose text does not
@@ -69,6 +75,16 @@ std::vector<Unit> match(const std::vector<std::string>& files, const std::vector
 // native calls go through (read from r.root) and the layouts across checkouts
 // that would pair it with a dispatch beside it.
 void requireUnits(const Result& r, const std::vector<target::Target>& targets, const std::string& root);
+
+// The extensions a dispatch may be kept in (CUDA, C++ and MUSA spellings):
+// a file at a layout's dispatch or chain path with another of these is the
+// same file in a port's spelling, taken when its text defines the target's
+// class and dispatch method.
+const std::vector<std::string>& dispatchExtensions();
+
+// The layout's patterns with the last component's extension swapped for
+// each other dispatch extension (none for a pattern without one).
+std::vector<std::string> extensionVariants(const std::vector<std::string>& patterns);
 
 // Directory names the walk never enters (dot-directories, build*, vendored
 // trees such as third_party, node_modules, __pycache__, site-packages).

@@ -192,6 +192,23 @@ struct GateOutput {
   Location where;
 };
 
+// A per-configuration route (see Gate::routes): the gate's native calls go
+// through `receiver`, which holds the analysed chain's op module
+// (`analysed_module`) under some configurations and `module` under
+// `condition`; those configurations do not reach the analysed dispatch.
+struct Route {
+  std::string receiver;         // "self._ops"
+  std::string module;           // what it holds there: a module's dotted name, or the value's text
+  std::string analysed_module;  // the op module of the analysed chain ("vllm._custom_ops")
+  std::vector<std::string> ops; // the op names called through it
+  ExprPtr condition;            // the gate's paths that call through `module`
+  std::string kind;             // "JIT extension" (torch.utils.cpp_extension.load), or ""
+  std::vector<std::string> sources;          // its C++ sources found in the tree
+  std::vector<std::string> sources_missing;  // named, not in the tree
+  std::vector<std::string> sources_unresolved;  // not spelled with literals (source text)
+  Location where;               // the build call, or the receiver
+};
+
 struct Gate {
   std::string class_name;
   Location class_loc;
@@ -217,6 +234,12 @@ struct Gate {
   // definition's conditions fail) and the note saying so (cli adds it when
   // some configuration meets the condition).
   std::vector<GateCheck> unchecked;
+  // Routes elsewhere: op libraries the gate's native calls go through in
+  // some configurations instead of the analysed chain's (outside `scope`).
+  std::vector<Route> routes;
+  // Branches for another platform than the target's that set the NVLink
+  // flag to a literal True (LG003 on that platform); text says which.
+  std::vector<GateCheck> platform_forced;
   // The values handed down (a policy gate's outputs) and `bound`: each
   // output's config variable equals its value.
   std::vector<GateOutput> outputs;

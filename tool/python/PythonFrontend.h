@@ -31,6 +31,10 @@ struct SourceFile {
 struct Limits {
   int max_depth = 200;       // statement/expression nesting
   std::size_t max_bytes = 8u << 20;
+  // A per-configuration route to analyse instead of the given chain's: the
+  // text of the op library value (Gate::routes' module) whose configurations
+  // are in scope; empty: the given chain's op module.
+  std::string route;
 };
 
 // What a module defines, for discovery (no walk): the names of its classes

@@ -329,7 +329,7 @@ Value Walker::probeValue(const std::string& probe) {
 Value Walker::probeAt(const std::string& probe, TSNode call) {
   Value v = probeValue(probe);
   v.origin.push_back(hop("probe", call));
-  return v;
+  return platformProbe(v, call);
 }
 
 // --- given files: calls, op wrappers, native calls ---------------------------------

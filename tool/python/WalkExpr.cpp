@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,8 +40,53 @@ bool Walker::isEnvModule(TSNode n, const State& st) const {
   return false;
 }
 
+// vLLM's envs.py: a module-level dict from each name to a lambda that reads
+// it (`"NAME": lambda: os.getenv("NAME", None)`, `.lower()`, int(...)). The
+// lambda's body, evaluated in its module, is how the gate sees the value.
+std::optional<Value> Walker::envLambdaRead(const std::string& var) {
+  for (const auto& m : mods_) {
+    std::vector<TSNode> stack;
+    for (TSNode k : named(m->root))
+      if (is(k, "expression_statement") || is(k, "if_statement")) stack.push_back(k);
+    int budget = 20000;  // nodes looked at per module
+    while (!stack.empty() && budget-- > 0) {
+      TSNode n = stack.back();
+      stack.pop_back();
+      if (is(n, "pair")) {
+        TSNode key = field(n, "key"), val = field(n, "value");
+        if (!is(key, "string") || !is(val, "lambda")) continue;
+        Value k = parseString(key);
+        if (k.k != Value::K::Str || k.e->op != Op::StrConst || k.e->s != var) continue;
+        TSNode body = field(val, "body");
+        if (ts_node_is_null(body)) continue;
+        Value v;
+        {
+          ModuleScope scope(*this, m.get());
+          State st;
+          Frame f{Frame::Kind::Module};
+          Ctx c;
+          v = eval(body, st, f, c);
+        }
+        // (Merge: a value or None, `os.getenv("NAME")`.)
+        if (v.k != Value::K::Str && v.k != Value::K::Int && v.k != Value::K::Bool && v.k != Value::K::None &&
+            v.k != Value::K::Merge)
+          return std::nullopt;
+        note("envs." + var + " read as declared at " + m->file->path + ":" +
+             std::to_string(ts_node_start_point(n).row + 1) + " (lambda: " + shortText(body) + ")");
+        if (v.k == Value::K::Bool) v.env = var;
+        v.env_seen.push_back(var);
+        return v;
+      }
+      if (is(n, "function_definition") || is(n, "class_definition")) continue;
+      for (TSNode k : named(n)) stack.push_back(k);
+    }
+  }
+  return std::nullopt;
+}
+
 Value Walker::envModuleRead(const std::string& var, TSNode at) {
   envRead(var, at);
+  if (auto v = envLambdaRead(var)) return *v;
   // The declaration in a given (or followed) file: `VAR = EnvBool(True)` in a
   // class body (SGLang's environ.py): a boolean with that default.
   for (const auto& m : mods_)
@@ -71,6 +117,27 @@ Value Walker::envModuleRead(const std::string& var, TSNode at) {
                  "): int(value) when set, else the default");
             Value set = vInt(model::StrToInt(model::EnvValue(var)));
             Value v = merge(model::EnvIsSet(var), set, dflt);
+            v.env_seen.push_back(var);
+            return v;
+          }
+        }
+        if (ctor.find("Str") != std::string::npos && !ts_node_is_null(arg) && !is(arg, "keyword_argument")) {
+          // `VAR = EnvStr("auto")` / `EnvStr(None)`: the value when set, else the default
+          Value dflt;
+          {
+            ModuleScope scope(*this, m.get());
+            State s;
+            Frame f{Frame::Kind::Module};
+            Ctx c;
+            dflt = eval(arg, s, f, c);
+          }
+          if (dflt.k == Value::K::Str || dflt.k == Value::K::None) {
+            note("envs." + var + " read as declared at " + m->file->path + ":" +
+                 std::to_string(ts_node_start_point(as).row + 1) + " (" + ctor + ", default " + shortText(arg) +
+                 "): the value when set, else the default");
+            Value raw = vStr(model::EnvValue(var));
+            Value v = dflt.k == Value::K::Str ? vStr(model::Ite(model::EnvIsSet(var), raw.e, dflt.e))
+                                              : merge(model::EnvIsSet(var), raw, dflt);
             v.env_seen.push_back(var);
             return v;
           }

@@ -157,6 +157,7 @@ void Walker::recordNative(TSNode call, TSNode fnnode, const std::string& name, S
   nc.where = loc(call, "native call");
   nc.where.note = shortText(call);
   nc.result = shortText(call);  // the name unknown(call) materialises under
+  routeNative(fnnode, nc.name, nc.reached, st, fr, cx);
   auto rejects = gate_.rejects;
   int stmts = statements_;
   State sc = st;

@@ -536,6 +536,7 @@ model::Gate Walker::run() {
   }
   callOutputs(snapshot);
   findGuardSite(pc, snapshot, en, builder != nullptr);
+  platformLiteralFlags(cls);
   pruneTentative();
   return gate_;
 }

@@ -163,6 +163,7 @@ class Walker {
   std::string dotted(TSNode n) const;
   bool isEnvModule(TSNode n, const State& st) const;
   Value envModuleRead(const std::string& var, TSNode at);
+  std::optional<Value> envLambdaRead(const std::string& var);
   Value lookup(const std::string& name, const State& st, TSNode at);
 
   // --- expressions ------------------------------------------------------------
@@ -195,6 +196,25 @@ class Walker {
   Value evalCallInner(TSNode n, const Args& a, State& st, Frame& fr, Ctx& cx);
   Value probeValue(const std::string& probe);
   Value probeAt(const std::string& probe, TSNode call);
+
+  // --- platform objects (WalkPlatform.cpp) ---------------------------------------
+  // A probe method of the platform class chosen at import that answers true
+  // before probing: under `cond` (env and constants only), from `where`.
+  struct PlatformForcing {
+    ExprPtr cond;
+    std::vector<Location> where;
+  };
+  std::map<std::string, PlatformForcing> platform_forcing_;
+  Module* diskModule(const std::string& path);
+  const PlatformForcing& platformForcing(const std::string& object, const std::string& probe);
+  void forcingIn(Module* m, TSNode def, PlatformForcing& out);
+  Value platformProbe(Value v, TSNode call);
+  void platformLiteralFlags(TSNode cls);
+
+  // --- per-configuration routes (WalkRoutes.cpp) ------------------------------------
+  std::string staticPath(TSNode n, int depth);
+  model::Route describeRoute(const Value& v, const ExprPtr& cond);
+  void routeNative(TSNode fnnode, const std::string& op, const ExprPtr& path, State& st, Frame& fr, Ctx& cx);
 
   // --- given files: calls, op wrappers, native calls ---------------------------------
   Value callGiven(const FuncInfo& fi, const std::string& fname, const Value& self, TSNode call, TSNode fnnode,

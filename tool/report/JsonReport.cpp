@@ -81,6 +81,35 @@ std::string renderJson(const Result& r) {
     }
     findings.push_back(jf);
   }
+  // The analysed route: the op module the gate's calls go through and the
+  // C++ entry the flag reaches (from the trace), else the dispatch file.
+  json analysed = json::object();
+  {
+    std::string module, entry;
+    for (const auto& rt : r.gate.routes)
+      if (module.empty()) module = rt.analysed_module;
+    for (const auto& h : r.trace) {
+      if (module.empty() && h.hop == "wrapper parameter") module = h.where.file;
+      if (entry.empty() && h.hop == "C++ parameter") entry = h.where.file + ":" + std::to_string(h.where.line);
+    }
+    if (module.empty() && !r.gate.native_calls.empty()) {
+      const auto& c = r.gate.native_calls.front().callee;
+      module = c.rfind('.') == std::string::npos ? c : c.substr(0, c.rfind('.'));
+    }
+    // no trace to the entry: the first source file (the entries live there), else the header
+    for (const auto& f : r.cpp_files) {
+      auto dot = f.rfind('.');
+      std::string ext = dot == std::string::npos ? "" : f.substr(dot);
+      if (entry.empty() && (ext == ".cu" || ext == ".mu" || ext == ".cc" || ext == ".cpp")) entry = f;
+    }
+    if (entry.empty() && !r.cpp_files.empty()) entry = r.cpp_files.front();
+    analysed = {{"op_module", module}, {"cpp_entry", entry}};
+  }
+  json routes = json::array();
+  for (const auto& rt : r.gate.routes)
+    routes.push_back({{"receiver", rt.receiver}, {"op_module", rt.module}, {"kind", rt.kind}, {"ops", rt.ops},
+                      {"cpp_sources", rt.sources}, {"cpp_sources_missing", rt.sources_missing},
+                      {"file", rt.where.file}, {"line", rt.where.line}, {"analysed", false}});
   json matrix = json::array();
   for (const auto& v : r.matrix) {
     json gate = {{"state", solve::gateStateName(v.gate.state)}};
@@ -102,6 +131,10 @@ std::string renderJson(const Result& r) {
     json m = {{"world_size", v.cell.world_size}, {"full_nvlink", v.cell.nvlink_any ? json(nullptr) : json(v.cell.full_nvlink)},
               {"gate", gate}, {"dispatch", dispatch}};
     if (v.undecided) m["undecided"] = v.undecided_reason;
+    // The route each admitted configuration was checked against, and the
+    // ones not analysed here.
+    m["route"] = analysed;
+    if (!v.routed_elsewhere.empty()) m["not_analysed_here"] = v.routed_elsewhere;
     matrix.push_back(m);
   }
   json opaques = json::array();
@@ -133,6 +166,8 @@ std::string renderJson(const Result& r) {
               {"inputs", {{"python", r.python_files}, {"cpp", r.cpp_files}}},
               {"findings", findings},
               {"matrix", matrix},
+              {"route", analysed},
+              {"routes_elsewhere", routes},
               {"value_traces", [&] {
                  nlohmann::json a = nlohmann::json::array();
                  for (const auto& v : r.value_traces) {

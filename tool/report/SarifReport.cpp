@@ -3,6 +3,7 @@
 // dispatch and the trace hops; partialFingerprints stay the same when lines
 // move, so code scanning keeps one alert per (rule, cell, files); a finding
 // an inline comment suppresses carries suppressions: [{kind: inSource}].
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
@@ -161,6 +162,27 @@ std::string renderSarif(const Result& r) {
                                                             {"rules", rules}}}}},
                                      {"columnKind", "unicodeCodePoints"},
                                      {"results", results}}})}};
+  // Configurations routed to another op library are not analysed here: a
+  // tool execution notification, so that code scanning does not read their
+  // silence as a proof.
+  std::vector<std::string> routed;
+  for (const auto& v : r.matrix)
+    for (const auto& t : v.routed_elsewhere)
+      if (std::find(routed.begin(), routed.end(), t) == routed.end()) routed.push_back(t);
+  if (!routed.empty()) {
+    json notes = json::array();
+    for (const auto& t : routed) {
+      json locs = json::array();
+      for (const auto& f : r.python_files) {
+        locs.push_back({{"physicalLocation", {{"artifactLocation", {{"uri", f}}}}}});
+        break;
+      }
+      notes.push_back({{"level", "warning"},
+                       {"message", {{"text", "not analysed here: the configurations where " + t}}},
+                       {"locations", locs}});
+    }
+    out["runs"][0]["invocations"] = json::array({{{"executionSuccessful", true}, {"toolExecutionNotifications", notes}}});
+  }
   return out.dump(2) + "\n";
 }
 

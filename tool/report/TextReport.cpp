@@ -14,6 +14,7 @@ std::string loc(const model::Location& l) {
 
 std::string gateCell(const solve::CellVerdict& v) {
   using solve::GateState;
+  if (!v.routed_elsewhere.empty() && v.gate.state == GateState::Blocked) return "not analysed here (routed elsewhere)";
   switch (v.gate.state) {
     case GateState::Blocked: return "blocked";
     case GateState::Undecided: return "undecided";

@@ -135,6 +135,12 @@ struct Solver::Impl {
   std::vector<z3::expr> admit_conds;  // per gate.admits
   std::vector<z3::expr> reject_conds; // per gate.rejects
 
+  // While translating the gate: the divisors of its Python `//` and `%` that
+  // are not constants. Python raises ZeroDivisionError there, so the gate
+  // admits nothing with a zero divisor (Z3 would leave x // 0 free, and a
+  // model could pick any quotient: a gap the program can never reach).
+  std::vector<z3::expr>* py_divisors = nullptr;
+
   explicit Impl(Options o) : opt(o) {}
 
   // When the flag trace found the value C++ receives, the dispatch's flag is
@@ -248,6 +254,9 @@ struct Solver::Impl {
           break;
         }
       }
+      if ((e->op == Op::Div || e->op == Op::Mod) && side == Side::Python && py_divisors &&
+          e->args[1]->op != Op::IntConst)
+        py_divisors->push_back(arg(1));
       done.emplace(e, r);
     }
     return done.at(root.get());
@@ -612,7 +621,13 @@ Solver::Solver(const model::Gate& gate, const model::Dispatch& dispatch, Options
   for (const auto& u : gate.unchecked) I.collectStrings(u.condition);
   for (const auto& l : dispatch.leaves) I.collectStrings(l.condition);
   if (flag_value) I.collectStrings(flag_value);
-  I.gate = I.translate(gate.predicate(), Side::Python);
+  {
+    std::vector<z3::expr> divisors;
+    I.py_divisors = &divisors;
+    I.gate = I.translate(gate.predicate(), Side::Python);
+    I.py_divisors = nullptr;
+    for (const auto& d : divisors) I.gate = I.gate && d != 0;
+  }
   I.assumed = I.translate(gate.assumed, Side::Python);
   if (flag_value) {
     I.split_flag = true;
@@ -782,10 +797,20 @@ std::optional<Gap> Solver::computeGap(const Cell& c, GapKind kind) {
   // An env variable only the dispatch reads (an algorithm override) is taken
   // as unset for throws: a throw on a bad value is input checking the user
   // asked for, not a gap the gate opened (LG009 reports it).
-  if (kind == GapKind::Throws)
+  if (kind == GapKind::Throws) {
     for (const auto& n : dispatch_.env_reads)
       if (std::find(gate_.env_reads.begin(), gate_.env_reads.end(), n) == gate_.env_reads.end())
         q = q && !I.var(model::envSetVar(n), Sort::Bool, VarKind::Config, Side::Cpp);
+    // One the gate reads too: unset or a string the C++ accepts (a throw for
+    // the others is LG009's).
+    for (const auto& [n, accepted] : validatedEnv()) {
+      if (std::find(gate_.env_reads.begin(), gate_.env_reads.end(), n) == gate_.env_reads.end()) continue;
+      z3::expr val = I.var(model::envVar(n), Sort::Str, VarKind::Config, Side::Cpp);
+      z3::expr ok = !I.var(model::envSetVar(n), Sort::Bool, VarKind::Config, Side::Cpp);
+      for (const auto& a : accepted) ok = ok || val == I.ctx.int_val(I.strId(a));
+      q = q && ok;
+    }
+  }
   {
     Impl::Query gq(I);
     gq.s.add(q);
@@ -1091,19 +1116,46 @@ static std::vector<std::string> comparedWith(const ExprPtr& root, const std::str
   return out;
 }
 
+std::vector<std::pair<std::string, std::vector<std::string>>> Solver::validatedEnv() const {
+  std::vector<std::pair<std::string, std::vector<std::string>>> out;
+  for (const auto& n : dispatch_.env_reads) {
+    std::vector<std::string> accepted;
+    for (const auto& l : dispatch_.leaves)
+      for (const auto& v : comparedWith(l.condition, n))
+        if (std::find(accepted.begin(), accepted.end(), v) == accepted.end()) accepted.push_back(v);
+    if (!accepted.empty()) out.push_back({n, accepted});
+  }
+  return out;
+}
+
 std::vector<EnvRejection> Solver::findEnvRejections() {
   Impl& I = *impl_;
   std::vector<EnvRejection> out;
-  std::vector<std::string> cpp_only;
+  std::vector<std::string> cpp_only, shared;
   for (const auto& n : dispatch_.env_reads)
     if (std::find(gate_.env_reads.begin(), gate_.env_reads.end(), n) == gate_.env_reads.end()) cpp_only.push_back(n);
+  // Read by both layers and compared with strings in C++: its rejected values
+  // are those outside the strings (the accepted ones are the gap queries').
+  auto validated = validatedEnv();
+  for (const auto& [n, accepted] : validated)
+    if (std::find(cpp_only.begin(), cpp_only.end(), n) == cpp_only.end()) shared.push_back(n);
+  std::vector<std::string> names = cpp_only;
+  names.insert(names.end(), shared.begin(), shared.end());
   Cell any{0, false};
-  for (const auto& n : cpp_only) {
+  for (const auto& n : names) {
     // Admitted, some value of NAME (the others unset) makes every way through throw.
     z3::expr q = I.gate && I.ws >= I.opt.min_world_size && I.ws <= I.opt.max_world_size && !I.launch_any &&
                  !I.none_any && I.throw_any && I.var(model::envSetVar(n), Sort::Bool, VarKind::Config, Side::Cpp);
     for (const auto& o : cpp_only)
       if (o != n) q = q && !I.var(model::envSetVar(o), Sort::Bool, VarKind::Config, Side::Cpp);
+    for (const auto& [o, accepted] : validated) {
+      if (std::find(shared.begin(), shared.end(), o) == shared.end()) continue;
+      z3::expr val = I.var(model::envVar(o), Sort::Str, VarKind::Config, Side::Cpp);
+      z3::expr in = I.ctx.bool_val(false);
+      for (const auto& a : accepted) in = in || val == I.ctx.int_val(I.strId(a));
+      z3::expr set = I.var(model::envSetVar(o), Sort::Bool, VarKind::Config, Side::Cpp);
+      q = q && (o == n ? !in : (!set || in));
+    }
     Impl::Query eq(I);
     eq.s.add(q);
     if (!I.sat(eq.s, any, "env rejection")) continue;

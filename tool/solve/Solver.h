@@ -90,8 +90,9 @@ struct Gap {
 };
 
 // LG009's question: a config the gate admits for which the dispatch throws
-// only because of the value of an environment variable that only C++ reads
-// (an algorithm override): the C++ side validates input Python never sees.
+// only because of the value of an environment variable outside the strings
+// the C++ accepts (an algorithm override): the C++ side validates input,
+// whether or not Python reads the variable too.
 struct EnvRejection {
   std::string env;                 // NAME
   model::Config config;            // the admitted config, with NAME's rejected value
@@ -115,6 +116,10 @@ struct CellVerdict {
   std::vector<Example> examples;  // filled on request (Solver::examples)
   bool undecided = false;   // a query ran out of time
   std::string undecided_reason;
+  // Admitted configurations of this cell that call another op library than
+  // the analysed chain's (a per-configuration route): where they go. Not
+  // analysed here; never "no kernel".
+  std::vector<std::string> routed_elsewhere;
 };
 
 struct Options {
@@ -152,8 +157,9 @@ class Solver {
   // Throws UndecidedError when Z3 gives up.
   std::optional<Gap> findGap(const Cell& cell, GapKind kind);
   std::optional<ForcedFlag> findForcedFlag();
-  // One per C++-only env variable whose values the dispatch rejects in a
-  // configuration the gate admits.
+  // One per env variable whose values the dispatch rejects in a configuration
+  // the gate admits: a C++-only one at any value, one Python reads too at a
+  // value outside the strings the dispatch compares it with.
   std::vector<EnvRejection> findEnvRejections();
 
   // One example per dispatch leaf the gate reaches in `cell` (launches, and
@@ -174,6 +180,10 @@ class Solver {
  private:
   bool reads_nvlink_ = true;
   std::optional<Gap> computeGap(const Cell& cell, GapKind kind);
+  // Env variables the dispatch reads and compares with string constants
+  // (an algorithm override), with those strings: a throw for a value outside
+  // them is input validation (LG009), whoever else reads the variable.
+  std::vector<std::pair<std::string, std::vector<std::string>>> validatedEnv() const;
   struct Impl;
   const model::Gate& gate_;
   const model::Dispatch& dispatch_;
