@@ -144,6 +144,15 @@ TEST(Cli, DogfoodReferenceKernelsHaveNoFindings) {
 // on a helper that no given file defines. Whether that helper rejects PCIe
 // boxes is unknown, so the gaps are LG008 warnings naming it (exit 0), and
 // --strict makes them errors (exit 1).
+// Files given without --target: the target whose dispatch they define (the
+// trt-reduce .cu holds no CustomAllreduce::allreduce; it was "no dispatch").
+TEST(Cli, FilesGivenWithoutATargetPickTheOneWhoseDispatchTheyDefine) {
+  CliRun r = layergate(check("sglang-trt-reduce/python/sglang/srt/distributed/device_communicators/custom_all_reduce.py",
+                             "sglang-trt-reduce/sgl-kernel/csrc/allreduce/trt_reduce_internal.cu", "--format json"));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("\"sglang-trt-reduce\""), std::string::npos) << r.out.substr(0, 400);
+}
+
 TEST(Cli, UninterpretedHelperTurnsTheSeedIntoPossibleGapsUnlessStrict) {
   fs::path dir = fs::temp_directory_path() / ("lg-strict-" + std::to_string(::getpid()));
   fs::remove_all(dir);

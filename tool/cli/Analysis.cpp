@@ -1,14 +1,12 @@
 #include "cli/Analysis.h"
 
-#include <algorithm>
-#include <cctype>
-
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
 
 #include "checks/Check.h"
+#include "discover/Discover.h"
 #include "fix/Fix.h"
 #include "link/CppChecks.h"
 #include "link/Link.h"
@@ -87,37 +85,7 @@ target::Target targetByContent(const Request& req) {
   auto targets = target::loadTargets(req.rules_dir.empty() ? target::defaultRulesDir() : req.rules_dir);
   std::string text;
   for (const auto& p : req.cpp_files) text += readSource(p, req.max_file_bytes) + "\n";
-  auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
-  // NAME as a whole word, followed (after blanks) by one of `next`, or
-  // preceded (after blanks) by one of the words in `before`.
-  auto occurs = [&](const std::string& name, const std::string& next, const std::vector<std::string>& before) {
-    if (name.empty()) return false;
-    for (std::size_t at = text.find(name); at != std::string::npos; at = text.find(name, at + 1)) {
-      std::size_t end = at + name.size();
-      if ((at > 0 && word(text[at - 1])) || (end < text.size() && word(text[end]))) continue;
-      if (!next.empty()) {
-        std::size_t k = end;
-        while (k < text.size() && std::isspace(static_cast<unsigned char>(text[k]))) ++k;
-        if (k < text.size() && next.find(text[k]) != std::string::npos) return true;
-      }
-      std::size_t k = at;
-      while (k > 0 && std::isspace(static_cast<unsigned char>(text[k - 1]))) --k;
-      for (const auto& w : before)
-        if (k >= w.size() && text.compare(k - w.size(), w.size(), w) == 0 &&
-            (k == w.size() || !word(text[k - w.size() - 1])))
-          return true;
-    }
-    return false;
-  };
-  auto defines = [&](const target::Target& t) {
-    bool fn = false;
-    for (const auto& f : t.cpp.dispatch_functions) fn = fn || occurs(f, "(<", {});
-    if (!fn) return false;
-    if (t.cpp.class_names.empty()) return true;
-    for (const auto& c : t.cpp.class_names)
-      if (occurs(c, "", {"class", "struct"})) return true;
-    return false;
-  };
+  auto defines = [&](const target::Target& t) { return discover::definesDispatch(text, t); };
   target::Target fallback = selectTarget(req.rules_dir, "");
   if (defines(fallback)) return fallback;
   for (auto& t : targets)

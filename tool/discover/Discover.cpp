@@ -485,6 +485,15 @@ OpModule gateOpModule(const std::string& root, const std::string& gate) {
 
 }  // namespace
 
+bool definesDispatch(const std::string& text, const target::Target& t) {
+  std::set<std::string> classes(t.cpp.class_names.begin(), t.cpp.class_names.end());
+  std::set<std::string> fns(t.cpp.dispatch_functions.begin(), t.cpp.dispatch_functions.end());
+  FileFacts f = cppFacts(text, classes, fns);
+  if (f.methods.empty()) return false;
+  if (classes.empty()) return true;
+  return !f.classes.empty();
+}
+
 const std::vector<std::string>& dispatchExtensions() {
   static const std::vector<std::string> exts = {".cuh", ".h", ".hpp", ".muh", ".cu", ".mu"};
   return exts;

@@ -82,6 +82,12 @@ void requireUnits(const Result& r, const std::vector<target::Target>& targets, c
 // class and dispatch method.
 const std::vector<std::string>& dispatchExtensions();
 
+// Whether C++ source text defines the target's dispatch: its dispatch
+// function declared or defined (not only called through an object) and, for
+// a class method, a definition of one of its classes. What a port's spelling
+// is taken for, and what picks the target of files given without one.
+bool definesDispatch(const std::string& text, const target::Target& t);
+
 // The layout's patterns with the last component's extension swapped for
 // each other dispatch extension (none for a pattern without one).
 std::vector<std::string> extensionVariants(const std::vector<std::string>& patterns);
