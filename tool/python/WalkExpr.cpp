@@ -164,6 +164,7 @@ Value Walker::lookup(const std::string& name, const State& st, TSNode at) {
   auto ga = st.attrs.find(globalKey(name));
   if (ga != st.attrs.end() && ga->second.k != Value::K::Undef) return ga->second;
   auto g = cur_->globals.find(name);
+  if (g != cur_->globals.end() && reboundElsewhere(cur_, name, at)) return unknown(at);
   if (g != cur_->globals.end() && g->second.k != Value::K::Unknown && g->second.k != Value::K::Undef) return g->second;
   auto pf = spec_.platform_flags.find(name);
   if (pf != spec_.platform_flags.end()) return vBool(model::BoolC(pf->second));
@@ -187,6 +188,7 @@ Value Walker::lookup(const std::string& name, const State& st, TSNode at) {
       if (m && m != cur_ && !m->funcs.count(last) && !m->classes.count(last) && !m->aliases.count(last)) {
         ensureWalked(m);
         auto g = m->globals.find(last);
+        if (g != m->globals.end() && reboundElsewhere(m, last, at)) return unknown(at);
         if (g != m->globals.end() && g->second.k != Value::K::Undef && g->second.k != Value::K::Unknown)
           return g->second;
       }
@@ -485,6 +487,7 @@ Value Walker::evalAttribute(TSNode n, State& st, Frame& fr, Ctx& cx) {
       if (r.mod && !r.fn && r.mod != cur_) {
         ensureWalked(r.mod);
         auto g = r.mod->globals.find(attr);
+        if (g != r.mod->globals.end() && reboundElsewhere(r.mod, attr, n)) return unknown(n);
         if (g != r.mod->globals.end() && g->second.k != Value::K::Undef && g->second.k != Value::K::Unknown)
           return g->second;
       }

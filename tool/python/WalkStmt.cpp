@@ -145,6 +145,10 @@ bool Walker::declaredGlobal(TSNode id) {
   TSNode fn = ts_node_parent(id);
   while (!ts_node_is_null(fn) && !is(fn, "function_definition")) fn = ts_node_parent(fn);
   if (ts_node_is_null(fn)) return false;
+  return globalsDeclaredIn(fn).count(text(id)) > 0;
+}
+
+const std::set<std::string>& Walker::globalsDeclaredIn(TSNode fn) {
   auto it = global_decls_.find(fn.id);
   if (it == global_decls_.end()) {
     std::set<std::string> names;
@@ -161,7 +165,32 @@ bool Walker::declaredGlobal(TSNode id) {
     }
     it = global_decls_.emplace(fn.id, std::move(names)).first;
   }
-  return it->second.count(text(id)) > 0;
+  return it->second;
+}
+
+bool Walker::reboundElsewhere(Module* m, const std::string& name, TSNode at) {
+  if (!m || ts_node_is_null(m->root)) return false;
+  auto it = rebound_globals_.find(m);
+  if (it == rebound_globals_.end()) {
+    std::set<std::string> names;
+    std::vector<TSNode> stack{m->root};
+    while (!stack.empty()) {
+      TSNode n = stack.back();
+      stack.pop_back();
+      if (ts_node_is_null(n)) continue;
+      if (is(n, "function_definition")) {
+        const auto& g = globalsDeclaredIn(n);
+        names.insert(g.begin(), g.end());
+      }
+      for (TSNode k : named(n)) stack.push_back(k);
+    }
+    it = rebound_globals_.emplace(m, std::move(names)).first;
+  }
+  if (!it->second.count(name)) return false;
+  if (m != cur_ || ts_node_is_null(at)) return true;
+  TSNode fn = ts_node_parent(at);
+  while (!ts_node_is_null(fn) && !is(fn, "function_definition")) fn = ts_node_parent(fn);
+  return !ts_node_is_null(fn) && !globalsDeclaredIn(fn).count(name);
 }
 
 // Join two branches that both started from base, split on c.

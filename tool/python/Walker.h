@@ -275,6 +275,14 @@ class Walker {
   // later reads of X on that path see; before it, X is the value the module
   // body leaves (as for any global: the first call).
   bool declaredGlobal(TSNode id);
+  const std::set<std::string>& globalsDeclaredIn(TSNode fn);
+  // A module global that some function of its module rebinds (`global X;
+  // X = ...`: state an initialisation function sets later) holds its
+  // import-time value only at module level and in the functions that rebind
+  // it (the first call); read anywhere else it is not known (vLLM's
+  // `get_tensor_model_parallel_cpu_group()` asserts its group was set).
+  bool reboundElsewhere(Module* m, const std::string& name, TSNode at);
+  std::map<const Module*, std::set<std::string>> rebound_globals_;
   std::string globalKey(const std::string& name) const;
   std::map<const void*, std::set<std::string>> global_decls_;
   void collectDecls(Module& m);
