@@ -565,6 +565,22 @@ TEST(PythonFrontend, ALoopOverARangeRunsWhenTheRangeIsNotEmpty) {
   EXPECT_TRUE(admits(g, cfg(2, false, 4096)));
 }
 
+TEST(PythonFrontend, AListsLengthFollowsRepetitionSlicesAndAppendsOncePerIteration) {
+  // [None] * n has n elements, a slice of it its clipped bounds' difference,
+  // and a loop that appends once on every path one per iteration: len() of
+  // the result is the world size here, so the gate reads as the upstream one.
+  std::string src = gateSrc(
+      "slots = [None] * world_size\nhalf = slots[0:world_size]\nout = []\nfor i, s in enumerate(half):\n"
+      "    if i == 0:\n        out.append(1)\n    else:\n        out.append(2)\nn = len(out)\n"
+      "if n > 2 and not full_nvlink:\n    return");
+  auto g = extract(src);
+  expectUpstreamTable(g);
+  // a loop that may skip the append leaves the length unknown
+  auto h = extract(gateSrc("out = []\nfor i in range(world_size):\n    if i == 0:\n        out.append(1)\n"
+                           "if len(out) > 2 and not full_nvlink:\n    return"));
+  EXPECT_TRUE(hasOpaque(h, "len(out)"));
+}
+
 TEST(PythonFrontend, TupleAssignmentAndAugmentedAssignment) {
   auto g = extract(gateSrc("a, b = foo()\nlimit = 1\nlimit += 1\nif world_size > limit and not full_nvlink:\n    return\nif a:\n    pass"));
   expectUpstreamTable(g);

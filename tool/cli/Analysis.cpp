@@ -9,6 +9,7 @@
 #include "discover/Discover.h"
 #include "fix/Fix.h"
 #include "link/CppChecks.h"
+#include "link/WorldSize.h"
 #include "link/Link.h"
 #include "model/Errors.h"
 #include "python/PythonFrontend.h"
@@ -190,7 +191,17 @@ report::Result analyse(const Request& req) {
         ++it;
       }
   }
-  solve::Solver solver(r.gate, r.dispatch, req.solve, flag.value);
+  // The world size C++ receives, when it is not the group's size (a gate that
+  // hands C++ a per-node slice of its handles).
+  link::WorldSizeLink ws = link::traceWorldSize(r.gate, r.dispatch, tgt.cpp.members);
+  solve::Solver solver(r.gate, r.dispatch, req.solve, flag.value, ws.value);
+  // Said only where it differs from the group's size in some admitted configuration.
+  if (ws.value &&
+      solver.possible(model::And(r.gate.predicate(),
+                                 model::Cmp(model::Op::Ne, ws.value, model::Var(model::kWorldSize, model::Sort::Int)))))
+    r.dispatch.notes.push_back("the C++ world size is " + std::string(ws.length ? "the length of " : "") + "`" + ws.text +
+                               "` (" + ws.at.file + ":" + std::to_string(ws.at.line) +
+                               "), as the gate computes it, not the group's size");
   checks::CheckContext ctx{r.gate, r.dispatch, solver, flag.member.empty() ? nullptr : &flag};
   r.findings = checks::runChecks(ctx);
   for (const auto& u : r.gate.unchecked)

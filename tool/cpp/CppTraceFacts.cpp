@@ -274,6 +274,23 @@ int TraceCollector::paramIndex(const Expr* e, const FunctionDecl* fd, const std:
   return -1;
 }
 
+int TraceCollector::sizeOfParam(const Expr* e, const FunctionDecl* fd, const std::set<const VarDecl*>& reassigned,
+                                int depth) {
+  e = stripValue(e);
+  if (!e || depth > 8) return -1;
+  if (auto* m = dyn_cast<CXXMemberCallExpr>(e)) {
+    const CXXMethodDecl* md = m->getMethodDecl();
+    if (md && md->getIdentifier() && md->getName() == "size" && m->getNumArgs() == 0)
+      return paramIndex(m->getImplicitObjectArgument(), fd, reassigned);
+    return -1;
+  }
+  if (auto* d = dyn_cast<DeclRefExpr>(e))
+    if (auto* v = dyn_cast<VarDecl>(d->getDecl()))
+      if (v->isLocalVarDecl() && !reassigned.count(v) && v->getInit())
+        return sizeOfParam(v->getInit(), fd, reassigned, depth + 1);
+  return -1;
+}
+
 // --- constructions --------------------------------------------------------------
 
 bool TraceCollector::isSpecClass(llvm::StringRef name) const {
@@ -324,6 +341,7 @@ void TraceCollector::addConstruction(std::vector<model::Construction>& out, cons
   for (const Expr* a : args) {
     c.arg_texts.push_back(text(a));
     c.arg_param.push_back(paramIndex(a, fd, re));
+    c.arg_size_of.push_back(sizeOfParam(a, fd, re));
     c.arg_locs.push_back(loc(a->getBeginLoc(), false, "argument", c.arg_texts.back()));
   }
   c.where = loc(where, false, "construction", cls);

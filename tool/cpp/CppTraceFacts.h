@@ -88,6 +88,10 @@ class TraceCollector {
   static std::set<const VarDecl*> reassigned(const Stmt* body);
   static int paramIndex(const Expr* e, const FunctionDecl* fd, const std::set<const VarDecl*>& reassigned,
                         int depth = 0);
+  // Index of fd's parameter whose `.size()` e is (through casts, or a local
+  // initialised from it and never reassigned), else -1.
+  static int sizeOfParam(const Expr* e, const FunctionDecl* fd, const std::set<const VarDecl*>& reassigned,
+                         int depth = 0);
 
   // --- constructions --------------------------------------------------------------
 

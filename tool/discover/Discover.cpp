@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <regex>
@@ -644,6 +645,37 @@ Result discover(const std::string& root, const std::vector<target::Target>& targ
     return defines(it->second, python ? t.python.class_names : t.cpp.class_names);
   };
   r.units = match(r.candidates, targets, accept);
+  // A layout no description names (the fallback): the rest of the flag's
+  // chain is found by content beside the dispatch header, since no layout
+  // lists it: the C++ sources there that construct the dispatch class (the
+  // op entry), then those that register ops, when an entry was found.
+  for (auto& u : r.units) {
+    auto t = std::find_if(targets.begin(), targets.end(), [&](const target::Target& x) { return x.name == u.target; });
+    if (t == targets.end() || !t->discovery.fallback || u.cpp_files.size() != 1) continue;
+    std::string dir = dirOf(u.cpp_files[0]);
+    std::vector<std::string> entries, registrations;
+    std::error_code ec;
+    std::vector<std::string> names;
+    for (const auto& e : std::filesystem::directory_iterator(root + "/" + dir, ec)) {
+      std::string ext = e.path().extension().string();
+      if (e.is_regular_file(ec) && (ext == ".cu" || ext == ".cpp" || ext == ".cc" || ext == ".cxx"))
+        names.push_back(e.path().filename().string());
+    }
+    std::sort(names.begin(), names.end());
+    for (const auto& n : names) {
+      std::string rel = dir.empty() ? n : dir + "/" + n;
+      std::string text = readText(root + "/" + rel);
+      bool constructs = std::any_of(t->cpp.class_names.begin(), t->cpp.class_names.end(), [&](const std::string& c) {
+        return std::regex_search(text, std::regex("\\bnew\\s+(\\w+::)*" + c + "\\s*\\(|make_(unique|shared)<(\\w+::)*" + c + ">"));
+      });
+      if (constructs) entries.push_back(rel);
+      else if (text.find("TORCH_LIBRARY") != std::string::npos || text.find("PYBIND11_MODULE") != std::string::npos)
+        registrations.push_back(rel);
+    }
+    if (entries.empty()) continue;
+    u.cpp_files.insert(u.cpp_files.end(), entries.begin(), entries.end());
+    u.cpp_files.insert(u.cpp_files.end(), registrations.begin(), registrations.end());
+  }
 
   // The candidates no target takes, and why, for the message when nothing matched.
   auto reject = [&](const std::map<std::string, FileFacts>& facts, bool python) {

@@ -59,6 +59,7 @@ struct CallArg {
   std::vector<Hop> origin;  // where the value came from, oldest first: probe call,
                             // local assignment, attribute store, monkeypatch, env override
   Location where;
+  ExprPtr length;           // a list's length (Int), when the walker knows it; else nullptr
 };
 
 // A call from the gate class (constructor or a method it runs) to a function
@@ -114,6 +115,10 @@ struct Construction {
   std::string class_name;
   std::vector<std::string> arg_texts;
   std::vector<int> arg_param;          // per argument: index of the enclosing function's parameter it is, or -1
+  // per argument: index of the enclosing function's parameter whose length it
+  // is (`p.size()`, directly or through a local: the world size vLLM's
+  // init_custom_ar takes from the list of IPC pointers Python passes), or -1
+  std::vector<int> arg_size_of;
   std::vector<Location> arg_locs;      // per argument: where it is written
   Location where;
 };

@@ -84,6 +84,7 @@ struct Module {
   // plain value; unless a given file says which, only the attributes and
   // calls through it are known to go to M, not its truth.
   std::set<std::string> from_names;
+  std::map<std::string, TSNode> import_at;     // local name -> the import statement that binds it
   std::map<std::string, FuncInfo> funcs;       // module-level functions
   // Module-level definitions under undecided conditions: def node id -> guards.
   std::map<const void*, std::vector<std::pair<TSNode, bool>>> def_guards;

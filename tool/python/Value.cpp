@@ -18,6 +18,12 @@ Value vObject(std::string tag, std::string text) {
   Value v; v.k = Value::K::Object; v.tag = std::move(tag); v.text = std::move(text); return v;
 }
 
+Value vSized(ExprPtr len) {
+  Value v = vObject("sized", "list");
+  v.e = std::move(len);
+  return v;
+}
+
 ExprPtr iteB(const ExprPtr& c, const ExprPtr& t, const ExprPtr& e) {
   if (model::isTrue(c)) return t;
   if (model::isFalse(c)) return e;

@@ -54,6 +54,10 @@ Value vInt(ExprPtr e);
 Value vStr(ExprPtr e, bool lowered = false);
 Value vList(std::vector<Value> items);
 Value vObject(std::string tag, std::string text);
+// A list whose elements are not known but whose length is `len` (an Object
+// tagged "sized"): `[None] * world_size`, a slice of it, a list a loop
+// appends to once per iteration.
+Value vSized(ExprPtr len);
 
 // Bool if-then-else folded into and/or where one side is constant.
 ExprPtr iteB(const ExprPtr& c, const ExprPtr& t, const ExprPtr& e);

@@ -81,7 +81,7 @@ Value Walker::builtin(const std::string& f, TSNode call, const Args& a, State& s
   }
   if (f == "len" && a.pos.size() == 1) {
     Value v = eval(a.pos[0], st, fr, cx);
-    if (v.k == Value::K::List) return vInt(model::IntC(static_cast<int64_t>(v.items.size())));
+    if (ExprPtr n = lengthOf(v)) return vInt(n);
     if (v.k == Value::K::Str && v.e->op == Op::StrConst) return vInt(model::IntC(static_cast<int64_t>(v.e->s.size())));
     return unknown(call);
   }

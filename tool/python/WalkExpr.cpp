@@ -157,6 +157,38 @@ Value Walker::envModuleRead(const std::string& var, TSNode at) {
   return v;
 }
 
+// What an import binds to `name` (an alias of this module): a class of a
+// given file, a module object, or a name imported from a module.
+Value Walker::importedValue(const std::string& name, TSNode at) {
+  std::string origin = resolveAlias(name);
+  // a class of a given file, imported by name (its constants, its records)
+  if (auto c = classRef(origin, cur_)) return *c;
+  Value o = vObject(origin == "os.environ" ? "environ" : "module", origin);
+  if (cur_->from_names.count(name) && origin != "os.environ") {
+    // `from M import FLAG`: FLAG may be a plain value (an availability
+    // flag, a kill switch). A given M says what it holds; otherwise its
+    // truth is not known.
+    auto comps = splitDots(origin);
+    std::string last = comps.back();
+    comps.pop_back();
+    Module* m = comps.empty() ? nullptr : findModule(comps, cur_);
+    if (m && m != cur_ && !m->funcs.count(last) && !m->classes.count(last) && !m->aliases.count(last)) {
+      ensureWalked(m);
+      auto g = m->globals.find(last);
+      if (g != m->globals.end() && reboundElsewhere(m, last, at)) return unknown(at);
+      if (g != m->globals.end() && g->second.k != Value::K::Undef && g->second.k != Value::K::Unknown)
+        return g->second;
+    }
+    Resolved r = resolveDotted(origin, cur_, 0);
+    if (!r.mod || r.mod == cur_) {
+      o.truth_unknown = true;
+      o.name = name;
+      o.loc = loc(at);
+    }
+  }
+  return o;
+}
+
 Value Walker::lookup(const std::string& name, const State& st, TSNode at) {
   auto it = st.locals.find(name);
   if (it != st.locals.end() && it->second.k != Value::K::Undef) return it->second;
@@ -172,35 +204,7 @@ Value Walker::lookup(const std::string& name, const State& st, TSNode at) {
   auto c = class_consts_.find(name);
   if (c != class_consts_.end()) return c->second;
   if (name == class_name_ && !class_name_.empty()) return vObject("class", name);
-  if (cur_->aliases.count(name)) {
-    std::string origin = resolveAlias(name);
-    // a class of a given file, imported by name (its constants, its records)
-    if (auto c = classRef(origin, cur_)) return *c;
-    Value o = vObject(origin == "os.environ" ? "environ" : "module", origin);
-    if (cur_->from_names.count(name) && origin != "os.environ") {
-      // `from M import FLAG`: FLAG may be a plain value (an availability
-      // flag, a kill switch). A given M says what it holds; otherwise its
-      // truth is not known.
-      auto comps = splitDots(origin);
-      std::string last = comps.back();
-      comps.pop_back();
-      Module* m = comps.empty() ? nullptr : findModule(comps, cur_);
-      if (m && m != cur_ && !m->funcs.count(last) && !m->classes.count(last) && !m->aliases.count(last)) {
-        ensureWalked(m);
-        auto g = m->globals.find(last);
-        if (g != m->globals.end() && reboundElsewhere(m, last, at)) return unknown(at);
-        if (g != m->globals.end() && g->second.k != Value::K::Undef && g->second.k != Value::K::Unknown)
-          return g->second;
-      }
-      Resolved r = resolveDotted(origin, cur_, 0);
-      if (!r.mod || r.mod == cur_) {
-        o.truth_unknown = true;
-        o.name = name;
-        o.loc = loc(at);
-      }
-    }
-    return o;
-  }
+  if (cur_->aliases.count(name)) return importedValue(name, at);
   if (auto c = classRef(name, cur_)) return *c;
   return unknown(at);
 }
@@ -239,6 +243,16 @@ Value Walker::eval(TSNode n, State& st, Frame& fr, Ctx& cx) {
     return vList(std::move(xs));
   }
   if (!std::strcmp(t, "dictionary")) return evalDict(n, st, fr, cx);
+  if (!std::strcmp(t, "list_comprehension")) {
+    // [f(x) for x in xs]: one element per iteration (a filter or a second
+    // loop makes the length unknown)
+    std::vector<TSNode> clauses;
+    for (TSNode k : named(n))
+      if (is(k, "for_in_clause") || is(k, "if_clause")) clauses.push_back(k);
+    if (clauses.size() == 1 && is(clauses[0], "for_in_clause"))
+      if (ExprPtr count = iterationCount(field(clauses[0], "right"), st, fr, cx)) return vSized(count);
+    return unknown(n);
+  }
   if (!std::strcmp(t, "not_operator")) {
     Value a = eval(field(n, "argument"), st, fr, cx);
     Value r = vBool(model::Not(truthy(a)));
@@ -520,6 +534,7 @@ Value Walker::evalSubscript(TSNode n, State& st, Frame& fr, Ctx& cx) {
   auto subs = named(n);
   if (subs.size() != 2) return unknown(n);
   Value o = eval(obj, st, fr, cx);
+  if (is(subs[1], "slice")) return evalSlice(o, subs[1], st, fr, cx);
   Value i = eval(subs[1], st, fr, cx);
   if (o.k == Value::K::Object && o.tag == "pyclass" && (i.k == Value::K::Str || i.k == Value::K::Merge))
     return enumByName(o, i, n, cx);
@@ -555,6 +570,54 @@ Value Walker::evalSubscript(TSNode n, State& st, Frame& fr, Ctx& cx) {
   };
   if (auto v = at(o)) return *v;
   return unknown(n);
+}
+
+// seq[a:b] (no step): Python's length of the slice, from the bounds and the
+// sequence's length (negative bounds count from the end, both are clipped).
+Value Walker::evalSlice(const Value& seq, TSNode slice, State& st, Frame& fr, Ctx& cx) {
+  ExprPtr len = lengthOf(seq);
+  if (!len) return unknown(slice);
+  TSNode parts[3] = {TSNode{}, TSNode{}, TSNode{}};
+  int colons = 0;
+  for (uint32_t i = 0; i < ts_node_child_count(slice); ++i) {
+    TSNode c = ts_node_child(slice, i);
+    if (!ts_node_is_named(c)) {
+      if (!std::strcmp(ts_node_type(c), ":")) ++colons;
+      continue;
+    }
+    if (colons < 3) parts[colons] = c;
+  }
+  if (!ts_node_is_null(parts[2])) return unknown(slice);  // a step
+  auto bound = [&](TSNode b, ExprPtr dflt) -> ExprPtr {
+    if (ts_node_is_null(b)) return dflt;
+    ExprPtr x = asInt(eval(b, st, fr, cx));
+    if (!x) return nullptr;
+    ExprPtr from_end = model::Arith(Op::Add, len, x);
+    ExprPtr zero = model::IntC(0);
+    return model::Ite(model::Cmp(Op::Lt, x, zero), model::Ite(model::Cmp(Op::Lt, from_end, zero), zero, from_end),
+                      model::Ite(model::Cmp(Op::Gt, x, len), len, x));
+  };
+  ExprPtr a = bound(parts[0], model::IntC(0)), b = bound(parts[1], len);
+  if (!a || !b) return unknown(slice);
+  return vSized(model::Ite(model::Cmp(Op::Gt, b, a), model::Arith(Op::Sub, b, a), model::IntC(0)));
+}
+
+ExprPtr Walker::iterationCount(TSNode it, State& st, Frame& fr, Ctx& cx) {
+  if (ts_node_is_null(it)) return nullptr;
+  if (is(it, "call")) {
+    std::string f = text(field(it, "function"));
+    std::vector<TSNode> args = named(field(it, "arguments"));
+    if (cur_->aliases.count(f)) return nullptr;
+    if (f == "range" && (args.size() == 1 || args.size() == 2)) {
+      ExprPtr stop = asInt(eval(args.back(), st, fr, cx));
+      ExprPtr start = args.size() == 2 ? asInt(eval(args[0], st, fr, cx)) : model::IntC(0);
+      if (!stop || !start) return nullptr;
+      return model::Ite(model::Cmp(Op::Gt, stop, start), model::Arith(Op::Sub, stop, start), model::IntC(0));
+    }
+    if (f == "enumerate" && args.size() == 1) return lengthOf(eval(args[0], st, fr, cx));
+    return nullptr;
+  }
+  return lengthOf(eval(it, st, fr, cx));
 }
 
 }  // namespace layergate::python::detail

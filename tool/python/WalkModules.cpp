@@ -357,8 +357,10 @@ void Walker::recordImport(TSNode n) {
         std::string d = text(k);
         std::string first = d.substr(0, d.find('.'));
         cur_->aliases[first] = first;
+        cur_->import_at[first] = n;
       } else if (is(k, "aliased_import")) {
         cur_->aliases[text(field(k, "alias"))] = text(field(k, "name"));
+        cur_->import_at[text(field(k, "alias"))] = n;
       }
     }
     return;
@@ -385,7 +387,7 @@ void Walker::recordImport(TSNode n) {
     std::string local;
     if (is(k, "dotted_name")) cur_->aliases[local = text(k)] = mod + "." + text(k);
     else if (is(k, "aliased_import")) cur_->aliases[local = text(field(k, "alias"))] = mod + "." + text(field(k, "name"));
-    if (!local.empty()) cur_->from_names.insert(local);
+    if (!local.empty()) cur_->from_names.insert(local), cur_->import_at[local] = n;
   }
 }
 

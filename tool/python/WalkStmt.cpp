@@ -206,7 +206,26 @@ State Walker::join(const State& base, const ExprPtr& c, const State& t, const St
   } else if (e.dead()) {
     m.locals = t.locals, m.attrs = t.attrs, m.broke = t.broke;
   } else {
-    m.locals = mergeMaps(c, t.locals, e.locals);
+    // A name one branch imports (`try: from M import x` / `except: x = None`)
+    // holds what the import binds on the other branch, not nothing.
+    std::vector<std::pair<bool, std::string>> fill;  // (fill the then-side?, name)
+    auto lacking = [&](const std::map<std::string, Value>& have, const std::map<std::string, Value>& other, bool then_side) {
+      for (const auto& [name, v] : have) {
+        auto it = other.find(name);
+        if ((it == other.end() || it->second.k == Value::K::Undef) && cur_->import_at.count(name) && cur_->aliases.count(name))
+          fill.emplace_back(then_side, name);
+      }
+    };
+    lacking(e.locals, t.locals, true);
+    lacking(t.locals, e.locals, false);
+    if (fill.empty()) {
+      m.locals = mergeMaps(c, t.locals, e.locals);
+    } else {
+      auto tl = t.locals, el = e.locals;
+      for (const auto& [then_side, name] : fill)
+        (then_side ? tl : el)[name] = importedValue(name, cur_->import_at.at(name));
+      m.locals = mergeMaps(c, tl, el);
+    }
     m.attrs = mergeMaps(c, t.attrs, e.attrs);
     m.broke = t.broke && e.broke;
   }
@@ -327,6 +346,17 @@ void Walker::walkLoop(TSNode n, State& st, Frame& fr) {
   if (!iterates)
     iterates = opaqueVar("loop@L" + std::to_string(line) + ": " + header, header + " iterates", Sort::Bool, loc(n));
   TSNode body = field(n, "body");
+  // Lists the body appends to once per iteration: their length after the loop.
+  std::vector<std::pair<std::string, ExprPtr>> grown;
+  if (is_for) {
+    Ctx cx;
+    if (ExprPtr count = iterationCount(right, st, fr, cx))
+      for (const auto& name : appendedOncePerIteration(body)) {
+        auto it = st.locals.find(name);
+        if (it == st.locals.end()) continue;
+        if (ExprPtr before = lengthOf(it->second)) grown.emplace_back(name, model::Arith(Op::Add, before, count));
+      }
+  }
   std::vector<Clause> cls;
   cls.push_back(Clause{[&, n](State& s) {
                          if (is_for) return iterates;
@@ -344,8 +374,85 @@ void Walker::walkLoop(TSNode n, State& st, Frame& fr) {
                        TSNode{}});
   walkChain(cls, nullptr, TSNode{}, st, fr);
   st.broke = false;
+  for (const auto& [name, len] : grown) st.locals[name] = vSized(len);
+  // a list the body changes some other way: its length after the loop is not known
+  for (auto& [name, v] : st.locals)
+    if (lengthOf(v) && std::none_of(grown.begin(), grown.end(), [&](const auto& g) { return g.first == name; }) &&
+        text(body).find(name + ".") != std::string::npos) {
+      std::string b = text(body);
+      for (const char* m : {".append(", ".extend(", ".insert(", ".pop(", ".remove(", ".clear("})
+        if (b.find(name + m) != std::string::npos) {
+          v = unknown(n);
+          v.text = "the length of " + name + " after the loop at line " + std::to_string(line);
+          v.name = v.text;
+          break;
+        }
+    }
   for (TSNode k : named(n))
     if (is(k, "else_clause") && !st.dead()) walkBlock(field(k, "body"), st, fr);
+}
+
+std::vector<std::string> Walker::appendedOncePerIteration(TSNode body) {
+  // appends per path through a block: a name's count when every path appends
+  // to it the same number of times, -1 when paths differ or leave early
+  std::function<bool(TSNode, std::map<std::string, int>&)> block = [&](TSNode b, std::map<std::string, int>& out) -> bool {
+    auto appendTarget = [&](TSNode st) -> std::string {
+      TSNode e = is(st, "expression_statement") ? firstNamed(st) : TSNode{};
+      if (ts_node_is_null(e) || !is(e, "call")) return {};
+      TSNode f = field(e, "function");
+      if (!is(f, "attribute") || text(field(f, "attribute")) != "append") return {};
+      TSNode o = field(f, "object");
+      return is(o, "identifier") ? text(o) : std::string();
+    };
+    for (TSNode st : is(b, "block") ? named(b) : std::vector<TSNode>{b}) {
+      if (isExtra(st)) continue;
+      if (std::string t = appendTarget(st); !t.empty()) {
+        ++out[t];
+        continue;
+      }
+      if (is(st, "if_statement")) {
+        std::vector<TSNode> arms{field(st, "consequence")};
+        bool has_else = false;
+        for (TSNode k : named(st)) {
+          if (is(k, "elif_clause")) arms.push_back(field(k, "consequence"));
+          if (is(k, "else_clause")) arms.push_back(field(k, "body")), has_else = true;
+        }
+        std::vector<std::map<std::string, int>> counts(arms.size());
+        for (std::size_t i = 0; i < arms.size(); ++i)
+          if (!block(arms[i], counts[i])) return false;
+        if (!has_else) counts.emplace_back();
+        std::set<std::string> names;
+        for (const auto& c : counts)
+          for (const auto& [k, v] : c) names.insert(k);
+        for (const auto& k : names) {
+          int v = counts[0].count(k) ? counts[0].at(k) : 0;
+          for (const auto& c : counts)
+            if ((c.count(k) ? c.at(k) : 0) != v) v = -1;
+          out[k] = v < 0 || out[k] < 0 ? -1 : out[k] + v;
+        }
+        continue;
+      }
+      if (is(st, "break_statement") || is(st, "continue_statement") || is(st, "return_statement") ||
+          is(st, "raise_statement"))
+        return false;
+      // any other statement: an append inside it (a nested loop, a try, a
+      // lambda) is not once per iteration, nor a body that a nested try or
+      // with may leave early
+      std::string s = text(st);
+      if (s.find(".append(") != std::string::npos) return false;
+      if ((is(st, "try_statement") || is(st, "with_statement") || is(st, "match_statement")) &&
+          (s.find("return") != std::string::npos || s.find("raise") != std::string::npos ||
+           s.find("break") != std::string::npos || s.find("continue") != std::string::npos))
+        return false;
+    }
+    return true;
+  };
+  std::map<std::string, int> counts;
+  if (!block(body, counts)) return {};
+  std::vector<std::string> out;
+  for (const auto& [k, v] : counts)
+    if (v == 1) out.push_back(k);
+  return out;
 }
 
 void Walker::walkTry(TSNode n, State& st, Frame& fr) {
@@ -436,7 +543,27 @@ void Walker::walkStmt(TSNode n, State& st, Frame& fr) {
     for (TSNode k : named(n)) {
       if (is(k, "assignment")) walkAssign(k, st, fr, n);
       else if (is(k, "augmented_assignment")) walkAugAssign(k, st, fr, n);
-      else evalStmtExpr(k, st, fr, n);
+      else {
+        evalStmtExpr(k, st, fr, n);
+        // `xs.append(v)` on a local list: one element more; any other
+        // change of it in place: its elements are no longer known
+        TSNode f = is(k, "call") ? field(k, "function") : TSNode{};
+        TSNode o = is(f, "attribute") ? field(f, "object") : TSNode{};
+        auto it = is(o, "identifier") ? st.locals.find(text(o)) : st.locals.end();
+        if (it != st.locals.end() && lengthOf(it->second)) {
+          std::string m = text(field(f, "attribute"));
+          std::vector<TSNode> args = named(field(k, "arguments"));
+          if (m == "append" && args.size() == 1 && it->second.k == Value::K::List) {
+            Value grown = it->second;
+            grown.items.push_back(evalStmtExpr(args[0], st, fr, n));
+            it->second = vList(std::move(grown.items));
+          } else if (m == "append" && args.size() == 1) {
+            it->second = vSized(model::Arith(Op::Add, lengthOf(it->second), model::IntC(1)));
+          } else if (m == "append" || m == "extend" || m == "insert" || m == "pop" || m == "remove" || m == "clear") {
+            it->second = unknown(o);
+          }
+        }
+      }
     }
   } else if (!std::strcmp(t, "return_statement")) {
     TSNode v = firstNamed(n);

@@ -183,6 +183,7 @@ void Walker::recordNative(TSNode call, TSNode fnnode, const std::string& name, S
       v = eval(k, sc, fr, cc);
     }
     ca.value = flagExpr(v);
+    ca.length = lengthOf(v);
     if (ca.value) {
       ca.origin = v.origin;
       Value w = v;

@@ -29,6 +29,7 @@ ExprPtr Walker::truthy(const Value& v) {
     // a dict display is its pairs (key, value, ...): empty is false
     case Value::K::Object:
       if (v.truth_unknown) return opaqueVar(v.name, v.name, Sort::Bool, v.loc);
+      if (v.tag == "sized") return model::Cmp(Op::Gt, v.e, model::IntC(0));
       return model::BoolC(v.tag != "dict" || !v.items.empty());
     case Value::K::Unknown: return materialize(v, Sort::Bool);
     case Value::K::Merge: return iteB(v.cond, truthy(*v.a), truthy(*v.b));
@@ -99,6 +100,11 @@ Value Walker::mergeRaw(const ExprPtr& c, const Value& a, const Value& b) {
   if (model::isFalse(c)) return b;
   if (a.k == K::Undef) return b;
   if (b.k == K::Undef) return a;
+  if ((a.k == K::Object && a.tag == "sized") || (b.k == K::Object && b.tag == "sized")) {
+    // lists of known length on both sides: the length is chosen by c
+    ExprPtr la = lengthOf(a), lb = lengthOf(b);
+    if (la && lb) return vSized(model::Ite(c, la, lb));
+  }
   if (a.k == b.k) {
     switch (a.k) {
       case K::None: return a;
@@ -309,6 +315,15 @@ Value Walker::arith(const std::string& op, const Value& a, const Value& b, TSNod
     for (int64_t i = 0; i < b.e->i; ++i) xs.insert(xs.end(), a.items.begin(), a.items.end());
     return vList(std::move(xs));
   }
+  if (op == "*" && (b.k == K::Int || b.k == K::Bool) && (a.k == K::List || (a.k == K::Object && a.tag == "sized"))) {
+    // [x] * n: n copies (none for n <= 0)
+    ExprPtr n = asInt(b);
+    return vSized(model::Arith(Op::Mul, lengthOf(a), model::Ite(model::Cmp(Op::Gt, n, model::IntC(0)), n, model::IntC(0))));
+  }
+  if (op == "*" && (a.k == K::Int || a.k == K::Bool) && (b.k == K::List || (b.k == K::Object && b.tag == "sized")))
+    return arith(op, b, a, site);
+  if (op == "+" && lengthOf(a) && lengthOf(b) && (a.k != K::List || b.k != K::List))
+    return vSized(model::Arith(Op::Add, lengthOf(a), lengthOf(b)));
   bool an = a.k == K::Bool || a.k == K::Int || a.k == K::Unknown;
   bool bn = b.k == K::Bool || b.k == K::Int || b.k == K::Unknown;
   if (!an || !bn) return unknown(site);
@@ -372,6 +387,18 @@ Value Walker::applyStrMethod(const Value& v, const std::string& m, TSNode site) 
     case Value::K::Merge: return merge(v.cond, applyStrMethod(*v.a, m, site), applyStrMethod(*v.b, m, site));
     case Value::K::None: return v;  // AttributeError on the unset path; kept as None
     default: return unknown(site);
+  }
+}
+
+ExprPtr Walker::lengthOf(const Value& v) {
+  switch (v.k) {
+    case Value::K::List: return model::IntC(static_cast<int64_t>(v.items.size()));
+    case Value::K::Object: return v.tag == "sized" ? v.e : nullptr;
+    case Value::K::Merge: {
+      ExprPtr a = lengthOf(*v.a), b = lengthOf(*v.b);
+      return a && b ? model::Ite(v.cond, a, b) : nullptr;
+    }
+    default: return nullptr;
   }
 }
 

@@ -129,6 +129,18 @@ class Walker {
   ExprPtr materialize(const Value& v, Sort s);
   ExprPtr truthy(const Value& v);
   ExprPtr asInt(const Value& v);
+  // The length of a list value (a display, a sized list, a merge of them), or
+  // null when it is not known.
+  ExprPtr lengthOf(const Value& v);
+  // How many times `for ... in <iterable>` runs: range(a, b), a list of known
+  // length, enumerate() of one; null when not known.
+  ExprPtr iterationCount(TSNode iterable, State& st, Frame& fr, Ctx& cx);
+  // Lists the loop body appends to exactly once on every path through it (no
+  // break, continue, return or nested loop on the way): after the loop each
+  // holds its length before plus one per iteration.
+  std::vector<std::string> appendedOncePerIteration(TSNode body);
+  Value importedValue(const std::string& name, TSNode at);
+  Value evalSlice(const Value& seq, TSNode slice, State& st, Frame& fr, Ctx& cx);
   ExprPtr asStr(const Value& v);
   Value withoutNone(const Value& v, ExprPtr& none);
 

@@ -67,7 +67,8 @@ static std::string cellName(const Cell& c) {
 UndecidedError::UndecidedError(const Cell& c, const std::string& why)
     : std::runtime_error(cellName(c) + ": " + why), cell(c) {}
 
-Solver::Solver(const model::Gate& gate, const model::Dispatch& dispatch, Options options, model::ExprPtr flag_value)
+Solver::Solver(const model::Gate& gate, const model::Dispatch& dispatch, Options options, model::ExprPtr flag_value,
+               model::ExprPtr ws_value)
     : gate_(gate), dispatch_(dispatch), impl_(std::make_unique<Impl>(options)) {
   Impl& I = *impl_;
   I.text_of = [this](const std::string& name) {
@@ -110,10 +111,12 @@ Solver::Solver(const model::Gate& gate, const model::Dispatch& dispatch, Options
     std::vector<z3::expr> divisors;
     I.py_divisors = &divisors;
     I.gate = I.translate(gate.predicate(), Side::Python);
+    if (ws_value) I.cpp_ws = I.translate(ws_value, Side::Python);
     I.py_divisors = nullptr;
     for (const auto& d : divisors) I.gate = I.gate && d != 0;
   }
   I.assumed = I.translate(gate.assumed, Side::Python);
+  for (const auto& f : I.rank_facts) I.py_domain = I.py_domain && f;
   if (flag_value) {
     I.split_flag = true;
     z3::expr cpp_flag = I.var(model::kFullNvlink, Sort::Bool, VarKind::Config, Side::Cpp);

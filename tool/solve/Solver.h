@@ -141,8 +141,11 @@ class Solver {
  public:
   // flag_value: the value the C++ flag receives (from the flag trace), over
   // config variables; nullptr: the C++ flag is the hardware probe itself.
+  // ws_value: the world size C++ receives (the length of the list Python
+  // passes, or the integer), over Python's variables; nullptr: the group's
+  // size itself.
   Solver(const model::Gate& gate, const model::Dispatch& dispatch, Options options = {},
-         model::ExprPtr flag_value = nullptr);
+         model::ExprPtr flag_value = nullptr, model::ExprPtr ws_value = nullptr);
   ~Solver();
   Solver(const Solver&) = delete;
   Solver& operator=(const Solver&) = delete;

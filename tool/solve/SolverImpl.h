@@ -74,6 +74,11 @@ struct Solver::Impl {
 
   z3::expr ws{ctx}, nvl{ctx}, nbytes{ctx};
   z3::expr cpp_flag{ctx}, flag_value{ctx};  // set when the trace split the flag
+  // The world size the dispatch sees, when the link found it is not the
+  // group's size (a per-node slice of the handles): every C++ reading of the
+  // world size is this Python expression.
+  std::optional<z3::expr> cpp_ws;
+  std::vector<z3::expr> rank_facts;  // 0 <= rank < world size, per rank variable
   z3::expr domain{ctx};      // always-true facts about config variables
   z3::expr py_domain{ctx};   // those of the Python side alone (no C++ flag)
   z3::expr gate{ctx};        // G
@@ -112,6 +117,7 @@ struct Solver::Impl {
   }
 
   z3::expr var(const std::string& name, Sort sort, VarKind kind, Side side) {
+    if (cpp_ws && side == Side::Cpp && kind == VarKind::Config && name == model::kWorldSize) return *cpp_ws;
     if (unboundCpp(name, kind, side)) kind = VarKind::Opaque;
     std::string key = name;
     if (kind != VarKind::Config) key = (side == Side::Python ? "py:" : "cpp:") + name;
@@ -121,6 +127,11 @@ struct Solver::Impl {
     if (it != vars.end()) return it->second;
     z3::expr v = sort == Sort::Bool ? ctx.bool_const(key.c_str()) : ctx.int_const(key.c_str());
     vars.emplace(key, v);
+    // a rank is one of the group's: 0 <= rank < world size
+    if (kind == VarKind::Probe && sort == Sort::Int && name == "rank") {
+      rank_facts.push_back(v >= 0 && v < ws);
+      domain = domain && rank_facts.back();
+    }
     if (kind != VarKind::Config && key.rfind("cpp:" + std::string(model::kFullNvlink), 0) != 0) {
       if (side == Side::Cpp) {
         cpp_opaques.push_back(v);
