@@ -195,7 +195,7 @@ TEST_F(Work, HtmlPageSaysWhatWasCheckedAndPutsTheFindingsFirst) {
     return std::system(("cd " + quote(base_.string()) + " && " + cmd + " >/dev/null 2>&1").c_str());
   };
   ASSERT_EQ(sh("git init -q . && git add tree && git -c user.name=t -c user.email=t@t commit -qm seed"), 0);
-  ASSERT_EQ(sh("git rev-parse HEAD > head.txt"), 0);
+  ASSERT_EQ(std::system(("git -C " + quote(base_.string()) + " rev-parse HEAD > " + quote((base_ / "head.txt").string())).c_str()), 0);
   const std::string head = slurp(base_ / "head.txt").substr(0, 40);
   r = run("check . --format html -o page.html", base_ / "tree");
   page = slurp(base_ / "tree" / "page.html");

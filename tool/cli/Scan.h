@@ -51,7 +51,7 @@ std::string renderScanText(const ScanResult& s, const report::TextOptions& o);
 std::string renderScanJson(const ScanResult& s);
 // One run holding every unit's results (code scanning wants one run per tool);
 // artifact URIs relative to %SRCROOT%, the scanned root.
-std::string renderScanSarif(const ScanResult& s, const report::SarifOptions& o);
+std::string renderScanSarif(const ScanResult& s, const report::SarifOptions& o = {});
 // One page, a section per unit (o.file_base: the scanned root).
 std::string renderScanHtml(const ScanResult& s, const report::HtmlOptions& o);
 int countAtLeast(const ScanResult& s, model::Severity severity);

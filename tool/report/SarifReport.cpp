@@ -276,6 +276,7 @@ std::string renderSarif(const Result& r, const SarifOptions& o) {
               {"runs", json::array({{{"tool", {{"driver", {{"name", "layergate"},
                                                             {"version", LAYERGATE_VERSION},
                                                             {"semanticVersion", LAYERGATE_VERSION},
+                                                            {"informationUri", LAYERGATE_HOMEPAGE},
                                                             {"rules", rules}}}}},
                                      {"originalUriBaseIds",
                                       {{"%SRCROOT%", {{"uri", "file://" + uriOf(srcroot == "/" ? srcroot : srcroot + "/")},
