@@ -288,7 +288,7 @@ std::string renderScanSarif(const ScanResult& s, const report::SarifOptions& o) 
     for (const auto& x : s.unanalysed) {
       json locs = json::array();
       for (const auto& f : x.unit.python_files) {
-        report::SarifUri u = report::sarifUri(f, o.srcroot);
+        report::SarifUri u = report::sarifUri(f, o);
         json a = {{"uri", u.uri}};
         if (!u.base_id.empty()) a["uriBaseId"] = u.base_id;
         locs.push_back({{"physicalLocation", {{"artifactLocation", a}}}});

@@ -50,7 +50,8 @@ std::string renderScanText(const ScanResult& s, const report::TextOptions& o);
 // {"tool", "analyses": [the single-check JSON of each unit], "notes", "summary"}
 std::string renderScanJson(const ScanResult& s);
 // One run holding every unit's results (code scanning wants one run per tool);
-// artifact URIs relative to %SRCROOT%, the scanned root.
+// artifact URIs relative to %SRCROOT%: o.srcroot, the scanned root, and
+// o.base the root too while the results' paths are relative to it.
 std::string renderScanSarif(const ScanResult& s, const report::SarifOptions& o = {});
 // One page, a section per unit (o.file_base: the scanned root).
 std::string renderScanHtml(const ScanResult& s, const report::HtmlOptions& o);

@@ -102,18 +102,21 @@ int runScan(const CheckArgs& a, driver::ReportOut& out) {
   driver::ScanRequest sr{a.paths[0], a.req, {}};
   sr.discover.max_files = a.max_files;
   driver::ScanResult s = driver::scan(sr);
-  driver::showFromWorkingDirectory(s, a.paths[0]);
+  // Paths as seen from the working directory; SARIF's stay relative to the
+  // root, its URIs' base (%SRCROOT%).
+  const bool from_root = a.format == "sarif";
+  if (!from_root) driver::showFromWorkingDirectory(s, a.paths[0]);
   std::vector<report::Result*> all;
   for (auto& r : s.results) all.push_back(&r);
   baselines(a, all);
   std::vector<std::pair<std::string, report::Result*>> with_base;
-  for (auto* r : all) with_base.push_back({"", r});
+  for (auto* r : all) with_base.push_back({from_root ? a.paths[0] : "", r});
   std::string summary;
   if (fixes(a, with_base, out, summary)) {
   } else if (a.format == "json") {
     out.stream() << driver::renderScanJson(s);
   } else if (a.format == "sarif") {
-    out.stream() << driver::renderScanSarif(s, {a.paths[0]});
+    out.stream() << driver::renderScanSarif(s, {a.paths[0], a.paths[0]});
   } else if (a.format == "html") {
     out.stream() << driver::renderScanHtml(s, driver::htmlOptions(a.output, ".", a.paths[0], a.command));
   } else {

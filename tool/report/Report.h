@@ -49,12 +49,12 @@ struct TextOptions {
 std::string renderText(const Result& r, const TextOptions& o = {});
 std::string renderJson(const Result& r);
 // SARIF 2.1.0 (GitHub code scanning). Artifact URIs are relative to
-// %SRCROOT% (run.originalUriBaseIds): srcroot, an absolute directory (the
-// scanned folder; "" = the working directory); a file outside it gets an
-// absolute file: URI. The Result's paths are relative to the working
-// directory, or absolute.
+// %SRCROOT% (run.originalUriBaseIds): srcroot (the scanned folder); a file
+// outside it gets an absolute file: URI. base: the directory the Result's
+// relative paths are relative to. Both "" = the working directory.
 struct SarifOptions {
   std::string srcroot;
+  std::string base;
 };
 std::string renderSarif(const Result& r, const SarifOptions& o = {});
 // A path's SARIF artifactLocation: uri (percent-encoded) and uriBaseId
@@ -62,7 +62,7 @@ std::string renderSarif(const Result& r, const SarifOptions& o = {});
 struct SarifUri {
   std::string uri, base_id;
 };
-SarifUri sarifUri(const std::string& path, const std::string& srcroot);
+SarifUri sarifUri(const std::string& path, const SarifOptions& o);
 
 // A selection arm's cell in words: "by default", "when ENV=v", "-" (never), "undecided".
 std::string selectionCell(const solve::CellVerdict& v);

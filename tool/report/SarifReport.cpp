@@ -41,17 +41,17 @@ std::string uriOf(const std::string& path) {
 
 namespace fs = std::filesystem;
 
-json artifact(const std::string& path, const std::string& srcroot) {
-  SarifUri u = sarifUri(path, srcroot);
+json artifact(const std::string& path, const SarifOptions& o) {
+  SarifUri u = sarifUri(path, o);
   json a = {{"uri", u.uri}};
   if (!u.base_id.empty()) a["uriBaseId"] = u.base_id;
   return a;
 }
 
-json physical(const model::Location& l, const std::string& srcroot) {
+json physical(const model::Location& l, const SarifOptions& o) {
   json region = {{"startLine", l.line}};
   if (l.col > 0) region["startColumn"] = l.col;
-  return {{"artifactLocation", artifact(l.file, srcroot)}, {"region", region}};
+  return {{"artifactLocation", artifact(l.file, o)}, {"region", region}};
 }
 
 // Message text (SARIF 2.1.0 §3.11.6): a literal bracket is escaped, for
@@ -65,11 +65,22 @@ std::string plain(const std::string& s) {
   return o;
 }
 
-// The path relative to the root (both absolute or relative to the working
-// directory).
-std::string rootRelative(const std::string& path, const std::string& root) {
+// A directory as an absolute, normal path without a trailing separator
+// ("" = the working directory).
+fs::path absoluteDir(const std::string& d) {
   std::error_code ec;
-  return fs::absolute(path, ec).lexically_normal().lexically_relative(fs::path(root).lexically_normal()).generic_string();
+  fs::path p = (d.empty() ? fs::current_path(ec) : fs::absolute(d, ec)).lexically_normal();
+  if (!p.has_filename() && p != p.root_path()) p = p.parent_path();
+  return p;
+}
+
+// A result's path (relative to o.base, or absolute) relative to o.srcroot;
+// "" when it is not below it.
+std::string rootRelative(const std::string& path, const SarifOptions& o) {
+  fs::path abs = (fs::path(o.base) / path).lexically_normal();
+  fs::path rel = abs.lexically_relative(o.srcroot);
+  if (rel.empty() || *rel.begin() == ".." || !rel.is_relative()) return "";
+  return rel.generic_string();
 }
 
 std::string shortName(const model::Location& l) {
@@ -140,19 +151,16 @@ std::string firstParagraph(const std::string& md, const std::string& heading) {
 
 }  // namespace
 
-SarifUri sarifUri(const std::string& path, const std::string& srcroot) {
-  std::error_code ec;
-  fs::path root = srcroot.empty() ? fs::current_path(ec) : fs::path(srcroot);
-  fs::path abs = fs::absolute(path, ec).lexically_normal();
-  fs::path rel(rootRelative(path, root.string()));
-  if (!rel.empty() && *rel.begin() != ".." && rel.is_relative()) return {uriOf(rel.generic_string()), "%SRCROOT%"};
-  return {"file://" + uriOf(abs.generic_string()), ""};
+SarifUri sarifUri(const std::string& path, const SarifOptions& given) {
+  SarifOptions o{absoluteDir(given.srcroot).string(), absoluteDir(given.base).string()};
+  std::string rel = rootRelative(path, o);
+  if (!rel.empty()) return {uriOf(rel), "%SRCROOT%"};
+  return {"file://" + uriOf((fs::path(o.base) / path).lexically_normal().generic_string()), ""};
 }
 
-std::string renderSarif(const Result& r, const SarifOptions& o) {
-  std::error_code ec;
-  const std::string srcroot =
-      (o.srcroot.empty() ? fs::current_path(ec) : fs::absolute(o.srcroot, ec)).lexically_normal().generic_string();
+std::string renderSarif(const Result& r, const SarifOptions& given) {
+  const SarifOptions o{absoluteDir(given.srcroot).string(), absoluteDir(given.base).string()};
+  const std::string srcroot = fs::path(o.srcroot).generic_string();
   json rules = json::array();
   std::map<std::string, int> index;
   for (const auto& rule : checks::allRules()) {
@@ -186,7 +194,7 @@ std::string renderSarif(const Result& r, const SarifOptions& o) {
     json related = json::array();
     auto relate = [&](const model::Location& l, const std::string& what) {
       int id = static_cast<int>(related.size()) + 1;
-      related.push_back({{"id", id}, {"physicalLocation", physical(l, srcroot)}, {"message", {{"text", what}}}});
+      related.push_back({{"id", id}, {"physicalLocation", physical(l, o)}, {"message", {{"text", what}}}});
       return "[" + plain(shortName(l)) + "](" + std::to_string(id) + ")";
     };
     std::string where;
@@ -208,13 +216,13 @@ std::string renderSarif(const Result& r, const SarifOptions& o) {
     }
     json res = {{"ruleId", f.rule}, {"level", level(f.severity)}, {"message", {{"text", text}}}};
     if (index.count(f.rule)) res["ruleIndex"] = index[f.rule];
-    if (!f.locations.empty()) res["locations"] = json::array({{{"physicalLocation", physical(f.locations[0], srcroot)}}});
+    if (!f.locations.empty()) res["locations"] = json::array({{{"physicalLocation", physical(f.locations[0], o)}}});
     if (!related.empty()) res["relatedLocations"] = related;
     // The flag trace, hop by hop, as code scanning draws a data flow.
     if (!hops.empty()) {
       json steps = json::array();
       for (size_t i = 0; i < hops.size(); ++i)
-        steps.push_back({{"location", {{"physicalLocation", physical(hops[i]->where, srcroot)},
+        steps.push_back({{"location", {{"physicalLocation", physical(hops[i]->where, o)},
                                        {"message", {{"text", fmt::format("{}. {}", i + 1, hops[i]->hop)}}}}}});
       res["codeFlows"] = json::array(
           {{{"message", {{"text", "the NVLink flag from the Python probe to the C++ branch"}}},
@@ -225,8 +233,8 @@ std::string renderSarif(const Result& r, const SarifOptions& o) {
     std::string key = f.rule + "|" + std::to_string(f.config.world_size.value_or(0)) + "|" +
                       (f.config.full_nvlink.value_or(false) ? "nvlink" : "pcie");
     auto keyPath = [&](const std::string& p) {
-      SarifUri u = sarifUri(p, srcroot);
-      return u.base_id.empty() ? p : rootRelative(p, srcroot);
+      std::string rel = rootRelative(p, o);
+      return rel.empty() ? p : rel;
     };
     for (const auto& p : r.python_files) key += "|" + keyPath(p);
     for (const auto& p : r.cpp_files) key += "|" + keyPath(p);
@@ -255,7 +263,7 @@ std::string renderSarif(const Result& r, const SarifOptions& o) {
         }
         json changes = json::array();
         for (const auto& file : order)
-          changes.push_back({{"artifactLocation", artifact(file, srcroot)}, {"replacements", per_file[file]}});
+          changes.push_back({{"artifactLocation", artifact(file, o)}, {"replacements", per_file[file]}});
         fixes.push_back({{"description", {{"text", x.description}}},
                          {"artifactChanges", changes},
                          {"properties", {{"safety", model::fixSafetyName(x.safety)}}}});
@@ -295,7 +303,7 @@ std::string renderSarif(const Result& r, const SarifOptions& o) {
     for (const auto& t : routed) {
       json locs = json::array();
       for (const auto& f : r.python_files) {
-        locs.push_back({{"physicalLocation", {{"artifactLocation", artifact(f, srcroot)}}}});
+        locs.push_back({{"physicalLocation", {{"artifactLocation", artifact(f, o)}}}});
         break;
       }
       notes.push_back({{"level", "warning"},
