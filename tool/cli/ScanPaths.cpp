@@ -120,6 +120,7 @@ class Rebase {
     if (r.selection) {
       loc(r.selection->where);
       wheres(r.selection->arms);
+      wheres(r.selection->opaques);
     }
   }
 
@@ -135,9 +136,10 @@ class Rebase {
     wheres(c.chain.arms);
   }
 
-  // Texts that quote a path seen above (a note "... (csrc/x.cu:12)", a
-  // message "depends on `f()` at python/x.py:40"): each whole occurrence,
-  // not one inside a longer path, longest paths first.
+  // Texts that quote a path (a note "... (csrc/x.cu:12)", a message
+  // "depends on `f()` at python/x.py:40"): each whole occurrence of a path
+  // seen above, not one inside a longer path, longest paths first; and any
+  // other FILE:LINE whose FILE is a file under the root.
   void text(std::string& s) const {
     auto pathChar = [](char c) {
       return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.' || c == '/';
@@ -160,6 +162,18 @@ class Rebase {
             break;
           }
         }
+      if (!replaced && (i == 0 || !pathChar(s[i - 1])) && pathChar(s[i]) && s[i] != '/' && s[i] != '.') {
+        std::size_t end = i;
+        while (end < s.size() && pathChar(s[end])) ++end;
+        std::string word = s.substr(i, end - i);
+        std::error_code ec;
+        if (end + 1 < s.size() && s[end] == ':' && std::isdigit(static_cast<unsigned char>(s[end + 1])) &&
+            fs::is_regular_file(fs::path(root_) / word, ec)) {
+          out += (fs::path(root_) / word).lexically_normal().generic_string();
+          i = end;
+          replaced = true;
+        }
+      }
       if (!replaced) out += s[i++];
     }
     s = std::move(out);
@@ -176,6 +190,7 @@ class Rebase {
       texts(f.config.assumed_words);
       for (auto& x : f.fixes) text(x.description);
     }
+    if (r.selection) texts(r.selection->notes);
   }
 
  private:
@@ -193,6 +208,7 @@ void showFromWorkingDirectory(ScanResult& s, const std::string& root) {
   for (auto& x : s.unanalysed) rb.unit(x.unit);
   for (auto& c : s.chains) rb.chain(c);
   for (auto& r : s.results) rb.resultTexts(r);
+  for (auto& c : s.chains) rb.texts(c.chain.notes);
   rb.texts(s.notes);
   for (auto& x : s.unanalysed) rb.text(x.reason);
 }

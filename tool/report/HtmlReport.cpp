@@ -296,9 +296,10 @@ std::string renderFixes(const Page& page, const model::Finding& f) {
     for (const auto& e : x.edits) {
       model::Location at{e.file, e.start.line, e.start.col, "", ""};
       bool insert = e.start.line == e.end.line && e.start.col == e.end.col;
-      std::string how = insert ? "insert at" : fmt::format("replace up to {}:{} from", e.end.line, e.end.col);
-      edits += fmt::format("<div class=\"edit\"><span class=\"muted\">{}</span> {}<pre>{}</pre></div>\n", how, page.link(at),
-                           esc(e.replacement));
+      std::string where = insert ? "<span class=\"muted\">insert at</span> " + page.link(at) + "<span class=\"muted\">:</span>"
+                                 : "<span class=\"muted\">replace</span> " + page.link(at) +
+                                       fmt::format(" <span class=\"muted\">.. {}:{} with:</span>", e.end.line, e.end.col);
+      edits += fmt::format("<div class=\"edit\">{}<pre>{}</pre></div>\n", where, esc(e.replacement));
     }
     out += fmt::format(
         "<div class=\"fix fix-{0}\"><b>fix ({0})</b> {1}{2}\n{3}</div>\n", safety, esc(x.description),
