@@ -32,6 +32,19 @@ void ReportOut::finish() {
   if (!file_) throw InputError(path_ + ": cannot write the report: " + std::strerror(errno));
 }
 
+std::string commandLine(int argc, const char* const* argv) {
+  std::string out = "layergate";
+  for (int i = 1; i < argc; ++i) {
+    std::string w = argv[i];
+    bool plain = !w.empty() && w.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                   "0123456789-_=./,:+@%") == std::string::npos;
+    std::string q = "'";
+    for (char c : w) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    out += " " + (plain ? w : q + "'");
+  }
+  return out;
+}
+
 Checkout checkoutOf(const std::string& dir) {
   std::error_code ec;
   fs::path abs = fs::absolute(dir.empty() ? "." : dir, ec).lexically_normal();

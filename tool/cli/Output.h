@@ -30,6 +30,10 @@ struct Checkout {
 };
 Checkout checkoutOf(const std::string& dir);
 
+// The command line as a shell would take it again ("layergate check 'a b'"),
+// for the HTML page.
+std::string commandLine(int argc, const char* const* argv);
+
 // Options for an HTML page written to `output` ("" = stdout: the working
 // directory) whose results' paths are relative to `base`: its title names the
 // checkout of `checked` (the folder checked) and its commit, the date and the

@@ -3,6 +3,7 @@
 // here the root is put in front of each, as a compiler prints the paths it
 // was given (`layergate check sglang` shows sglang/python/...).
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <map>
 

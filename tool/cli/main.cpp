@@ -169,8 +169,9 @@ int runCheck(CheckArgs a) {
   } else if (a.format == "sarif") {
     out.stream() << report::renderSarif(r);
   } else if (a.format == "html") {
-    std::string checked = std::filesystem::path(!r.python_files.empty() ? r.python_files[0] : r.cpp_files.at(0)).parent_path().string();
-    out.stream() << report::renderHtml({{"", &r}}, {}, driver::htmlOptions(a.output, ".", checked.empty() ? "." : checked, a.command));
+    auto checked = std::filesystem::path(r.python_files.empty() ? r.cpp_files.at(0) : r.python_files[0]).parent_path();
+    out.stream() << report::renderHtml({{"", &r}}, {},
+                                       driver::htmlOptions(a.output, ".", checked.empty() ? "." : checked.string(), a.command));
   } else {
     report::TextOptions o;
     o.color = a.color == "always" || (a.color == "auto" && isatty(STDOUT_FILENO));
@@ -182,16 +183,6 @@ int runCheck(CheckArgs a) {
   if (a.fail_on == "never" || !a.write_baseline.empty()) return kExitClean;
   auto sev = a.fail_on == "warning" ? model::Severity::Warning : model::Severity::Error;
   return report::countAtLeast(r, sev) > 0 ? kExitFindings : kExitClean;
-}
-
-// An argument as a shell would need it typed again (the HTML page's command line).
-std::string shellWord(const std::string& w) {
-  if (!w.empty() && w.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=./,:+@%") ==
-                        std::string::npos)
-    return w;
-  std::string q = "'";
-  for (char c : w) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
 }
 
 // A rule by its code (LG001, any case) or its name (admitted-no-kernel), as
@@ -381,8 +372,7 @@ int main(int argc, char** argv) {
       if (given("--max-world-size")) ov.max_world_size = ca.req.solve.max_world_size;
       if (given("--strict")) ov.strict = true;
       if (given("--rules")) ov.rules_dir = rules_dir;
-      ca.command = "layergate";
-      for (int i = 1; i < argc; ++i) ca.command += " " + shellWord(argv[i]);
+      ca.command = driver::commandLine(argc, argv);
       return runCheck(ca);
     }
     if (*st) {
