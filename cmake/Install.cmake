@@ -25,7 +25,7 @@ set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "lint for layered gates: Python gate vs C+
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION devel)
-set(CPACK_DEBIAN_PACKAGE_HOMEPAGE "https://github.com/layergate/layergate")
+set(CPACK_DEBIAN_PACKAGE_HOMEPAGE "${PROJECT_HOMEPAGE_URL}")
 # Run-time needs beyond the linked libraries: the C++ frontend parses with
 # clang's builtin headers (-resource-dir /usr/lib/llvm-19/lib/clang/19, from
 # libclang-common-19-dev) and the dispatch's own #include <string>, <map>, ...

@@ -215,10 +215,10 @@ TEST(Cli, DiffIsAUnifiedDiffThatPatchApplies) {
   std::string before = slurp(dir / "custom_all_reduce.py");
   CliRun r = lgtest::runCli(std::string(kSeedArgs) + " --diff", dir);
   EXPECT_EQ(r.status, 1) << r.err;  // as check: the findings are still there
-  EXPECT_EQ(r.out.rfind("--- custom_all_reduce.py\n+++ custom_all_reduce.py\n@@ ", 0), 0u) << r.out;
+  EXPECT_EQ(r.out.rfind("--- a/custom_all_reduce.py\n+++ b/custom_all_reduce.py\n@@ ", 0), 0u) << r.out;
   EXPECT_EQ(slurp(dir / "custom_all_reduce.py"), before);  // --diff writes nothing
   std::ofstream(dir / "fix.patch", std::ios::binary) << r.out;
-  std::string cmd = "cd " + quote(dir.string()) + " && patch -p0 --dry-run < fix.patch >/dev/null && git apply --check -p0 fix.patch";
+  std::string cmd = "cd " + quote(dir.string()) + " && patch -p1 --dry-run < fix.patch >/dev/null && git apply --check fix.patch";
   EXPECT_EQ(std::system(cmd.c_str()), 0) << r.out;
   fs::remove_all(dir);
 }
@@ -274,13 +274,13 @@ TEST(Cli, UnsafeFixesOnlyWhenAskedAndTheCppBranchAloneIsClean) {
   EXPECT_EQ(safe.out.find("custom_all_reduce.cuh"), std::string::npos) << safe.out;
   CliRun both = lgtest::runCli(std::string(kSeedArgs) + " --diff --unsafe-fixes", dir);
   EXPECT_EQ(both.status, 1) << both.err;
-  EXPECT_NE(both.out.find("--- custom_all_reduce.cuh\n+++ custom_all_reduce.cuh\n@@ "), std::string::npos) << both.out;
-  EXPECT_NE(both.out.find("--- custom_all_reduce.py\n+++ custom_all_reduce.py\n@@ "), std::string::npos) << both.out;
+  EXPECT_NE(both.out.find("--- a/custom_all_reduce.cuh\n+++ b/custom_all_reduce.cuh\n@@ "), std::string::npos) << both.out;
+  EXPECT_NE(both.out.find("--- a/custom_all_reduce.py\n+++ b/custom_all_reduce.py\n@@ "), std::string::npos) << both.out;
   EXPECT_NE(both.out.find("\n+    } else {"), std::string::npos) << both.out;
   EXPECT_NE(both.out.find("\n+      KL(ngpus, cross_device_reduce_1stage);"), std::string::npos) << both.out;
   EXPECT_EQ(slurp(dir / "custom_all_reduce.cuh"), cuh);  // --diff writes nothing
   std::ofstream(dir / "fix.patch", std::ios::binary) << both.out;
-  std::string cmd = "cd " + quote(dir.string()) + " && git apply --check -p0 fix.patch";
+  std::string cmd = "cd " + quote(dir.string()) + " && git apply --check fix.patch";
   EXPECT_EQ(std::system(cmd.c_str()), 0) << both.out;
 
   CliRun r = lgtest::runCli(std::string(kSeedArgs) + " --fix --unsafe-fixes", dir);

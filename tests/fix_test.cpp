@@ -79,7 +79,7 @@ TEST(FixDiff, OneHunkWithContextAndLineNumbers) {
   for (int i = 1; i <= 10; ++i) a += "l" + std::to_string(i) + "\n";
   std::string b = fix::applyEdits(a, {insertAt(5, "new\n")});
   EXPECT_EQ(fix::unifiedDiff("f.py", a, b),
-            "--- f.py\n+++ f.py\n@@ -2,6 +2,7 @@\n l2\n l3\n l4\n+new\n l5\n l6\n l7\n");
+            "--- a/f.py\n+++ b/f.py\n@@ -2,6 +2,7 @@\n l2\n l3\n l4\n+new\n l5\n l6\n l7\n");
   EXPECT_EQ(fix::unifiedDiff("f.py", a, a), "");
 }
 

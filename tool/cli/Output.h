@@ -22,8 +22,23 @@ class ReportOut {
   std::ofstream file_;
 };
 
+// The checkout a folder is in: the name of its git checkout's top folder and
+// the commit checked out (git rev-parse; "" when git is missing or the folder
+// is not in a checkout), else the folder's own name.
+struct Checkout {
+  std::string name, commit;
+};
+Checkout checkoutOf(const std::string& dir);
+
+// The command line as a shell would take it again ("layergate check 'a b'"),
+// for the HTML page.
+std::string commandLine(int argc, const char* const* argv);
+
 // Options for an HTML page written to `output` ("" = stdout: the working
-// directory) whose results' paths are relative to `base`.
-report::HtmlOptions htmlOptions(const std::string& output, const std::string& base, const std::string& title);
+// directory) whose results' paths are relative to `base`: its title names the
+// checkout of `checked` (the folder checked) and its commit, the date and the
+// command line.
+report::HtmlOptions htmlOptions(const std::string& output, const std::string& base, const std::string& checked,
+                                const std::string& command);
 
 }  // namespace layergate::driver

@@ -269,11 +269,11 @@ std::string renderScanHtml(const ScanResult& s, const report::HtmlOptions& o) {
   return report::renderHtml(sections, notes, o);
 }
 
-std::string renderScanSarif(const ScanResult& s) {
-  json out = json::parse(report::renderSarif(s.results.at(0)));
+std::string renderScanSarif(const ScanResult& s, const report::SarifOptions& o) {
+  json out = json::parse(report::renderSarif(s.results.at(0), o));
   json& results = out["runs"][0]["results"];
   for (size_t i = 1; i < s.results.size(); ++i) {
-    json more = json::parse(report::renderSarif(s.results[i]));
+    json more = json::parse(report::renderSarif(s.results[i], o));
     for (auto& r : more["runs"][0]["results"]) results.push_back(std::move(r));
     if (more["runs"][0].contains("invocations")) {
       json& inv = out["runs"][0]["invocations"];
@@ -287,8 +287,12 @@ std::string renderScanSarif(const ScanResult& s) {
     json notes = json::array();
     for (const auto& x : s.unanalysed) {
       json locs = json::array();
-      for (const auto& f : x.unit.python_files)
-        locs.push_back({{"physicalLocation", {{"artifactLocation", {{"uri", f}}}}}});
+      for (const auto& f : x.unit.python_files) {
+        report::SarifUri u = report::sarifUri(f, o);
+        json a = {{"uri", u.uri}};
+        if (!u.base_id.empty()) a["uriBaseId"] = u.base_id;
+        locs.push_back({{"physicalLocation", {{"artifactLocation", a}}}});
+      }
       notes.push_back({{"level", x.unmodelled ? "warning" : "error"},
                        {"message", {{"text", filesText(x.unit) + " (target " + x.unit.target + ") not analysed: " + x.reason}}},
                        {"locations", locs}});

@@ -1,5 +1,6 @@
 // Scanning a directory: discovery (tool/discover/), then one analysis per
-// unit it found, every path in the results relative to the scanned root.
+// unit it found, every path in the results relative to the scanned root
+// (until showFromWorkingDirectory).
 //
 // Takes: the root and the options of a check. Returns: the units and their
 // report::Results, in discovery order. Throws InputError when nothing is found
@@ -39,11 +40,19 @@ struct ScanResult {
 
 ScanResult scan(const ScanRequest& request);
 
+// Every path of the scan (results, units, notes and messages that quote
+// them) made relative to the working directory, as a compiler prints the
+// paths it was given: the root in front of each root-relative path
+// (ScanPaths.cpp). Before rendering; fingerprints are left as they are.
+void showFromWorkingDirectory(ScanResult& s, const std::string& root);
+
 std::string renderScanText(const ScanResult& s, const report::TextOptions& o);
 // {"tool", "analyses": [the single-check JSON of each unit], "notes", "summary"}
 std::string renderScanJson(const ScanResult& s);
-// One run holding every unit's results (code scanning wants one run per tool).
-std::string renderScanSarif(const ScanResult& s);
+// One run holding every unit's results (code scanning wants one run per tool);
+// artifact URIs relative to %SRCROOT%: o.srcroot, the scanned root, and
+// o.base the root too while the results' paths are relative to it.
+std::string renderScanSarif(const ScanResult& s, const report::SarifOptions& o = {});
 // One page, a section per unit (o.file_base: the scanned root).
 std::string renderScanHtml(const ScanResult& s, const report::HtmlOptions& o);
 int countAtLeast(const ScanResult& s, model::Severity severity);

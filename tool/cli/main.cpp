@@ -49,6 +49,7 @@ struct CheckArgs {
   bool show_settings = false;
   std::string baseline, write_baseline;
   bool diff = false, fix = false, unsafe_fixes = false;  // --diff, --fix, --unsafe-fixes
+  std::string command;  // the command line, for the HTML page
 };
 
 // --diff: the fixes as unified diffs instead of the report. --fix: write them;
@@ -101,19 +102,23 @@ int runScan(const CheckArgs& a, driver::ReportOut& out) {
   driver::ScanRequest sr{a.paths[0], a.req, {}};
   sr.discover.max_files = a.max_files;
   driver::ScanResult s = driver::scan(sr);
+  // Paths as seen from the working directory; SARIF's stay relative to the
+  // root, its URIs' base (%SRCROOT%).
+  const bool from_root = a.format == "sarif";
+  if (!from_root) driver::showFromWorkingDirectory(s, a.paths[0]);
   std::vector<report::Result*> all;
   for (auto& r : s.results) all.push_back(&r);
   baselines(a, all);
   std::vector<std::pair<std::string, report::Result*>> with_base;
-  for (auto* r : all) with_base.push_back({a.paths[0], r});
+  for (auto* r : all) with_base.push_back({from_root ? a.paths[0] : "", r});
   std::string summary;
   if (fixes(a, with_base, out, summary)) {
   } else if (a.format == "json") {
     out.stream() << driver::renderScanJson(s);
   } else if (a.format == "sarif") {
-    out.stream() << driver::renderScanSarif(s);
+    out.stream() << driver::renderScanSarif(s, {a.paths[0], a.paths[0]});
   } else if (a.format == "html") {
-    out.stream() << driver::renderScanHtml(s, driver::htmlOptions(a.output, a.paths[0], a.paths[0]));
+    out.stream() << driver::renderScanHtml(s, driver::htmlOptions(a.output, ".", a.paths[0], a.command));
   } else {
     report::TextOptions o;
     o.color = a.color == "always" || (a.color == "auto" && isatty(STDOUT_FILENO));
@@ -164,7 +169,9 @@ int runCheck(CheckArgs a) {
   } else if (a.format == "sarif") {
     out.stream() << report::renderSarif(r);
   } else if (a.format == "html") {
-    out.stream() << report::renderHtml({{"", &r}}, {}, driver::htmlOptions(a.output, ".", r.target));
+    auto checked = std::filesystem::path(r.python_files.empty() ? r.cpp_files.at(0) : r.python_files[0]).parent_path();
+    out.stream() << report::renderHtml({{"", &r}}, {},
+                                       driver::htmlOptions(a.output, ".", checked.empty() ? "." : checked.string(), a.command));
   } else {
     report::TextOptions o;
     o.color = a.color == "always" || (a.color == "auto" && isatty(STDOUT_FILENO));
@@ -178,14 +185,18 @@ int runCheck(CheckArgs a) {
   return report::countAtLeast(r, sev) > 0 ? kExitFindings : kExitClean;
 }
 
+// A rule by its code (LG001, any case) or its name (admitted-no-kernel), as
+// `layergate rules` lists them.
 int runExplain(const std::string& id) {
   std::string key = id;
   for (auto& c : key) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  for (const auto& r : checks::allRules())
+    if (r.name == id) key = r.id;
   const auto& docs = report::ruleDocs();
   auto it = docs.find(key);
   if (it == docs.end() || !checks::findRule(key)) {
     std::string known;
-    for (const auto& r : checks::allRules()) known += (known.empty() ? "" : ", ") + r.id;
+    for (const auto& r : checks::allRules()) known += (known.empty() ? "" : ", ") + r.id + " " + r.name;
     throw InputError("unknown rule '" + id + "' (known: " + known + ")");
   }
   std::cout << it->second;
@@ -283,7 +294,7 @@ int main(int argc, char** argv) {
 
   auto* explain = app.add_subcommand("explain", "Print a rule's documentation");
   std::string rule_id;
-  explain->add_option("RULE", rule_id, "Rule id, e.g. LG001")->required();
+  explain->add_option("RULE", rule_id, "Rule code or name, e.g. LG001 or admitted-no-kernel")->required();
 
   selftest::Options so;
   auto* st = app.add_subcommand(
@@ -323,6 +334,20 @@ int main(int argc, char** argv) {
   auto* targets = app.add_subcommand("targets", "List the target descriptions in the rules directory");
   targets->add_option("--rules", rules_dir, "Rules directory")->type_name("DIR");
 
+  // An unknown command is named as such (CLI11 would say "A subcommand is
+  // required"): the first argument is the command, the top level takes only flags.
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string known;
+    bool found = false;
+    for (const auto* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+      found = found || sub->check_name(argv[1]);
+      known += (known.empty() ? "" : ", ") + sub->get_name();
+    }
+    if (!found) {
+      std::cerr << "layergate: error: unknown command '" << argv[1] << "' (commands: " << known << "; see --help)\n";
+      return kExitUsage;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -347,6 +372,7 @@ int main(int argc, char** argv) {
       if (given("--max-world-size")) ov.max_world_size = ca.req.solve.max_world_size;
       if (given("--strict")) ov.strict = true;
       if (given("--rules")) ov.rules_dir = rules_dir;
+      ca.command = driver::commandLine(argc, argv);
       return runCheck(ca);
     }
     if (*st) {

@@ -19,14 +19,17 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// How a path is shown in messages: relative to the current directory when
-// that is shorter to read, as ruff does.
+// How a path is shown in messages, as compilers do: a relative path as the
+// user gave it; an absolute one (given, or found by the search upwards)
+// relative to the current directory when it is below it, else absolute.
 std::string shown(const fs::path& p) {
+  if (p.is_relative()) return p.lexically_normal().string();
   std::error_code ec;
   fs::path cwd = fs::current_path(ec);
   if (ec) return p.string();
-  fs::path rel = fs::absolute(p, ec).lexically_normal().lexically_proximate(cwd);
-  return rel.empty() ? p.string() : rel.string();
+  fs::path rel = p.lexically_normal().lexically_relative(cwd);
+  if (rel.empty() || *rel.begin() == "..") return p.lexically_normal().string();
+  return rel.string();
 }
 
 std::size_t editDistance(const std::string& a, const std::string& b) {

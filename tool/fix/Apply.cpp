@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 
 #include "model/Errors.h"
 
@@ -99,7 +100,15 @@ std::string unifiedDiff(const std::string& path, const std::string& before, cons
   }
   for (std::size_t i = a.size() - suf; i < a.size(); ++i) ops.push_back({' ', a[i]});
 
-  std::string out = fmt::format("--- {}\n+++ {}\n", path, path);
+  // a/ and b/ prefixes, as git diff writes them: `git apply` and `patch -p1`
+  // read them from the directory the paths are relative to.
+  std::string shown = path;
+  if (std::filesystem::path(path).is_absolute()) {
+    std::error_code ec;
+    auto rel = std::filesystem::path(path).lexically_proximate(std::filesystem::current_path(ec));
+    if (!ec && !rel.empty()) shown = rel.generic_string();
+  }
+  std::string out = fmt::format("--- a/{}\n+++ b/{}\n", shown, shown);
   constexpr std::size_t ctx = 3;
   std::size_t k = 0;
   while (k < ops.size()) {

@@ -2,9 +2,10 @@
 // `layergate check --diff` and `--fix`).
 //
 // Takes: text and edits (1-based line/col, columns in bytes). Returns: the new
-// text, or a unified diff (3 lines of context, `--- PATH` / `+++ PATH`
-// headers, as `patch -p0` reads). Throws InputError for an edit outside the
-// text or edits that overlap.
+// text, or a unified diff (3 lines of context, `--- a/PATH` / `+++ b/PATH`
+// headers as git writes them, for `git apply` or `patch -p1`; an absolute
+// PATH is shown relative to the working directory). Throws InputError for an
+// edit outside the text or edits that overlap.
 #pragma once
 
 #include <map>

@@ -1,8 +1,9 @@
-// The pre-deployment report as one self-contained HTML page: the
+// The pre-deployment report as one self-contained HTML page: what was
+// checked (checkout, commit, date, command line) and the summary first, then
+// per gate every finding with its locations, counterexample and fixes, the
 // configuration matrix as a coloured grid (world size × NVLink, each cell's
-// admitted sizes over the dispatch's size ranges), every finding with its
-// locations and counterexample, and the flag trace drawn as a path of boxes
-// from the Python probe to the C++ branch. Inline CSS only: no scripts, no
+// admitted sizes over the dispatch's size ranges), and the flag trace drawn
+// as a path of boxes from the Python probe to the C++ branch. Inline CSS only: no scripts, no
 // fonts, no images, nothing fetched, so the file can be attached to a ticket
 // or opened from a CI artifact as it is. Every text is escaped.
 #include <fmt/format.h>
@@ -120,6 +121,12 @@ ol.trace li.hop .name{font-weight:600;display:block}
 ol.trace li.arrow{align-self:center;font-size:22px;color:#57606a;padding:0 4px}
 ol.trace li.arrow.cross{color:#d1242f;font-weight:700}
 ul.notes{font-size:12.5px;color:#3d444d}
+dl.meta{display:grid;grid-template-columns:max-content auto;gap:2px 12px;margin:6px 0 10px;font-size:13px}
+dl.meta dt{color:#57606a}dl.meta dd{margin:0}
+table.gates{border-collapse:collapse;margin:6px 0 10px}table.gates td,table.gates th{padding:2px 10px;border-bottom:1px solid #d0d7de;text-align:left}
+.fix{border:1px solid #8fd19e;background:#f3fbf5;border-radius:6px;padding:4px 8px;margin-top:6px}
+.fix.fix-unsafe{border-color:#e3b341;background:#fffbeb}
+.fix .edit pre{margin:2px 0 4px;padding:4px 6px;background:#fff;border:1px solid #d0d7de;border-radius:4px;overflow-x:auto;font-size:12px}
 )";
 
 // A message-size axis for the bars: log2 from 1 B to 1 GiB (larger sizes
@@ -279,6 +286,31 @@ bool sameTrace(const std::vector<model::Hop>& a, const std::vector<model::Hop>& 
   });
 }
 
+// A finding's fixes, each as `layergate check --diff` would make it: what it
+// does, whether it is safe, and each edit (where, and the text put there).
+std::string renderFixes(const Page& page, const model::Finding& f) {
+  std::string out;
+  for (const auto& x : f.fixes) {
+    const char* safety = model::fixSafetyName(x.safety);
+    std::string edits;
+    for (const auto& e : x.edits) {
+      model::Location at{e.file, e.start.line, e.start.col, "", ""};
+      bool insert = e.start.line == e.end.line && e.start.col == e.end.col;
+      std::string where = insert ? "<span class=\"muted\">insert at</span> " + page.link(at) + "<span class=\"muted\">:</span>"
+                                 : "<span class=\"muted\">replace</span> " + page.link(at) +
+                                       fmt::format(" <span class=\"muted\">.. {}:{} with:</span>", e.end.line, e.end.col);
+      edits += fmt::format("<div class=\"edit\">{}<pre>{}</pre></div>\n", where, esc(e.replacement));
+    }
+    out += fmt::format(
+        "<div class=\"fix fix-{0}\"><b>fix ({0})</b> {1}{2}\n{3}</div>\n", safety, esc(x.description),
+        x.safety == model::FixSafety::Safe ? " <span class=\"muted\">(layergate check --fix applies it)</span>"
+                                           : " <span class=\"muted\">(unsafe: --fix --unsafe-fixes applies it; prove it with "
+                                             "<code>layergate selftest</code>)</span>",
+        edits);
+  }
+  return out;
+}
+
 // A finding's own trace is drawn only where it is not the analysis's trace
 // (drawn once below the findings).
 std::string renderFinding(const Page& page, const Result& r, const model::Finding& f, size_t i, const std::string& unit) {
@@ -303,8 +335,8 @@ std::string renderFinding(const Page& page, const Result& r, const model::Findin
   }
   return fmt::format(
       "<article class=\"finding sev-{0} rule-{1}\" id=\"{2}f{3}\">\n<div class=\"head\"><span class=\"sev sev-{0}\">{0}</span>"
-      "<span class=\"badge {0}\">{1}</span> <span class=\"message\">{4}</span></div>\n<ul>\n{5}</ul>\n{6}{7}</article>\n",
-      sev, esc(f.rule), unit, i + 1, esc(f.message), locs, cex,
+      "<span class=\"badge {0}\">{1}</span> <span class=\"message\">{4}</span></div>\n<ul>\n{5}</ul>\n{6}{7}{8}</article>\n",
+      sev, esc(f.rule), unit, i + 1, esc(f.message), locs, cex, renderFixes(page, f),
       f.trace.empty() || sameTrace(f.trace, r.trace) ? "" : renderTrace(page, f.trace));
 }
 
@@ -325,11 +357,12 @@ std::string renderSection(const HtmlSection& s, size_t index, const HtmlOptions&
   out += fmt::format("<p class=\"summary\"><span class=\"pill {}\">{} error{}</span><span class=\"pill {}\">{} warning{}</span></p>\n",
                      errors ? "error" : "clean", errors, errors == 1 ? "" : "s", warnings ? "warning" : "clean", warnings,
                      warnings == 1 ? "" : "s");
-  if (!r.matrix.empty()) out += renderMatrix(page, r, unit);
-  if (r.selection && !r.selection->arms.empty()) out += renderSelection(page, r);
+  // The findings first, then the matrix and the rest that explain them.
   out += fmt::format("<h3>Findings ({})</h3>\n", r.findings.size());
   if (r.findings.empty()) out += "<p class=\"muted\">none: every configuration the gate admits reaches a kernel.</p>\n";
   for (size_t i = 0; i < r.findings.size(); ++i) out += renderFinding(page, r, r.findings[i], i, unit);
+  if (!r.matrix.empty()) out += renderMatrix(page, r, unit);
+  if (r.selection && !r.selection->arms.empty()) out += renderSelection(page, r);
   if (!r.trace.empty()) out += "<h3>Flag trace: the NVLink flag from the Python probe to the C++ branch</h3>\n" + renderTrace(page, r.trace);
   std::string notes;
   for (const auto& n : r.dispatch.notes) notes += "<li>" + esc(n) + "</li>\n";
@@ -361,6 +394,27 @@ std::string renderHtml(const std::vector<HtmlSection>& sections, const std::vect
     errors += e;
     warnings += countAtLeast(*s.result, model::Severity::Warning) - e;
   }
+  // What was checked, and how.
+  std::string meta;
+  auto row = [&](const char* name, const std::string& value, bool code) {
+    if (!value.empty()) meta += fmt::format("<dt>{}</dt><dd{}>{}</dd>\n", name, code ? " class=\"mono\"" : "", esc(value));
+  };
+  row("checkout", o.checkout, false);
+  row("checked", o.checked, true);
+  row("commit", o.commit, true);
+  row("date", o.date, false);
+  row("command", o.command, true);
+  row("layergate", LAYERGATE_VERSION, false);
+  // The summary: per gate its counts, linked to its section.
+  std::string gates;
+  for (size_t i = 0; i < sections.size(); ++i) {
+    const Result& r = *sections[i].result;
+    int e = countAtLeast(r, model::Severity::Error), w = countAtLeast(r, model::Severity::Warning) - e;
+    std::string name = sections[i].heading;
+    if (name.empty())
+      for (const auto& f : r.python_files) name += (name.empty() ? "" : ", ") + f;
+    gates += fmt::format("<tr><td><a href=\"#u{}-\">{}</a></td><td>{}</td><td>{}</td></tr>\n", i + 1, esc(name), e, w);
+  }
   std::string body;
   for (size_t i = 0; i < sections.size(); ++i) body += renderSection(sections[i], i, o);
   std::string extra;
@@ -368,10 +422,14 @@ std::string renderHtml(const std::vector<HtmlSection>& sections, const std::vect
   if (!extra.empty()) body += "<h2>Discovery notes</h2>\n<ul class=\"notes\">\n" + extra + "</ul>\n";
   return fmt::format(
       "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{0}</title>\n<style>{1}</style>\n</head>\n<body>\n"
-      "<h1>{0}</h1>\n<p class=\"muted\">layergate {2} &middot; {3} gate{4} checked &middot; <b>{5} error{6}, {7} warning{8}</b>. "
-      "Gate: what the Python layer admits; dispatch: what the C++ layer launches for each message size.</p>\n{9}</body>\n</html>\n",
-      esc(o.title.empty() ? "layergate report" : o.title), kStyle, LAYERGATE_VERSION, sections.size(),
-      sections.size() == 1 ? "" : "s", errors, errors == 1 ? "" : "s", warnings, warnings == 1 ? "" : "s", body);
+      "<h1>{0}</h1>\n<dl class=\"meta\">\n{2}</dl>\n"
+      "<p class=\"summary\"><span class=\"pill {3}\">{4} error{5}</span><span class=\"pill {6}\">{7} warning{8}</span>"
+      "{9} gate{10} checked. Gate: what the Python layer admits; dispatch: what the C++ layer launches for each message size.</p>\n"
+      "<table class=\"gates\"><thead><tr><th>gate</th><th>errors</th><th>warnings</th></tr></thead>\n<tbody>\n{11}</tbody></table>\n"
+      "{12}</body>\n</html>\n",
+      esc(o.title.empty() ? "layergate report" : o.title), kStyle, meta, errors ? "error" : "clean", errors,
+      errors == 1 ? "" : "s", warnings ? "warning" : "clean", warnings, warnings == 1 ? "" : "s", sections.size(),
+      sections.size() == 1 ? "" : "s", gates, body);
 }
 
 }  // namespace layergate::report

@@ -48,21 +48,41 @@ struct TextOptions {
 
 std::string renderText(const Result& r, const TextOptions& o = {});
 std::string renderJson(const Result& r);
-// SARIF 2.1.0 (GitHub code scanning).
-std::string renderSarif(const Result& r);
+// SARIF 2.1.0 (GitHub code scanning). Artifact URIs are relative to
+// %SRCROOT% (run.originalUriBaseIds): srcroot (the scanned folder); a file
+// outside it gets an absolute file: URI. base: the directory the Result's
+// relative paths are relative to. Both "" = the working directory.
+struct SarifOptions {
+  std::string srcroot;
+  std::string base;
+};
+std::string renderSarif(const Result& r, const SarifOptions& o = {});
+// A path's SARIF artifactLocation: uri (percent-encoded) and uriBaseId
+// ("%SRCROOT%", or "" for an absolute file: URI).
+struct SarifUri {
+  std::string uri, base_id;
+};
+SarifUri sarifUri(const std::string& path, const SarifOptions& o);
 
-// One self-contained HTML page (HtmlReport.cpp): per analysis the matrix as a
-// coloured grid, the findings and the flag trace; file:line links relative
-// to the page. file_base: the directory the Results' relative paths are
-// relative to (the scanned root, or the working directory); page_dir: where
-// the page will be (links are made relative to it); both absolute.
 // A selection arm's cell in words: "by default", "when ENV=v", "-" (never), "undecided".
 std::string selectionCell(const solve::CellVerdict& v);
 
+// One self-contained HTML page (HtmlReport.cpp): what was checked (checkout,
+// commit, date, command), the summary, then per analysis the findings with
+// their fixes, the matrix as a coloured grid and the flag trace; file:line
+// links relative to the page. file_base: the directory the Results' relative
+// paths are relative to (the working directory); page_dir: where the page
+// will be (links are made relative to it); both absolute.
 struct HtmlOptions {
   std::string title;
   std::string file_base;
   std::string page_dir;
+  // Under the title: what was checked and how (each left out when empty).
+  std::string checkout;  // the checkout's name (its folder)
+  std::string checked;   // the folder or files given
+  std::string commit;    // the commit checked out
+  std::string date;      // when the report was made
+  std::string command;   // the command line
 };
 struct HtmlSection {
   std::string heading;  // "custom_all_reduce.py + custom_all_reduce.cuh (target ...)"

@@ -1,12 +1,18 @@
-// SARIF 2.1.0 for GitHub code scanning: the driver lists every rule; each
-// result's first location is the Python gate line, related locations are the
-// dispatch and the trace hops; partialFingerprints stay the same when lines
-// move, so code scanning keeps one alert per (rule, cell, files); a finding
-// an inline comment suppresses carries suppressions: [{kind: inSource}].
+// SARIF 2.1.0 for GitHub code scanning: the driver lists every rule (its
+// page as helpUri, its documentation as help with absolute links); each
+// result's first location is the Python gate line; the other locations and
+// the flag trace's ends are relatedLocations, each linked from the message
+// ([text](id)), so that code scanning shows them; the whole flag trace is a
+// codeFlow. Artifact URIs are relative to %SRCROOT% (originalUriBaseIds).
+// partialFingerprints stay the same when lines move, so code scanning keeps
+// one alert per (rule, cell, files); a finding an inline comment suppresses
+// carries suppressions: [{kind: inSource}].
 #include <algorithm>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <filesystem>
 #include <map>
 
 #include "checks/Check.h"
@@ -33,10 +39,79 @@ std::string uriOf(const std::string& path) {
   return out;
 }
 
-json physical(const model::Location& l) {
+namespace fs = std::filesystem;
+
+json artifact(const std::string& path, const SarifOptions& o) {
+  SarifUri u = sarifUri(path, o);
+  json a = {{"uri", u.uri}};
+  if (!u.base_id.empty()) a["uriBaseId"] = u.base_id;
+  return a;
+}
+
+json physical(const model::Location& l, const SarifOptions& o) {
   json region = {{"startLine", l.line}};
   if (l.col > 0) region["startColumn"] = l.col;
-  return {{"artifactLocation", {{"uri", uriOf(l.file)}}}, {"region", region}};
+  return {{"artifactLocation", artifact(l.file, o)}, {"region", region}};
+}
+
+// Message text (SARIF 2.1.0 §3.11.6): a literal bracket is escaped, for
+// [text](id) is a link to the related location with that id.
+std::string plain(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '[' || c == ']') o += '\\';
+    o += c;
+  }
+  return o;
+}
+
+// A directory as an absolute, normal path without a trailing separator
+// ("" = the working directory).
+fs::path absoluteDir(const std::string& d) {
+  std::error_code ec;
+  fs::path p = (d.empty() ? fs::current_path(ec) : fs::absolute(d, ec)).lexically_normal();
+  if (!p.has_filename() && p != p.root_path()) p = p.parent_path();
+  return p;
+}
+
+// A result's path (relative to o.base, or absolute) relative to o.srcroot;
+// "" when it is not below it.
+std::string rootRelative(const std::string& path, const SarifOptions& o) {
+  fs::path abs = (fs::path(o.base) / path).lexically_normal();
+  fs::path rel = abs.lexically_relative(o.srcroot);
+  if (rel.empty() || *rel.begin() == ".." || !rel.is_relative()) return "";
+  return rel.generic_string();
+}
+
+std::string shortName(const model::Location& l) {
+  return fs::path(l.file).filename().string() + ":" + std::to_string(l.line);
+}
+
+// The rule's page: docs/rules/<ID>.md where the project lives.
+std::string ruleUri(const std::string& id) { return std::string(LAYERGATE_HOMEPAGE) + "/blob/main/docs/rules/" + id + ".md"; }
+
+// The rule's markdown with its relative links ("../policy-gates.md") made
+// absolute, for code scanning shows it outside the repository.
+std::string absoluteLinks(const std::string& md) {
+  std::string out;
+  std::size_t i = 0;
+  while (true) {
+    std::size_t at = md.find("](", i);
+    if (at == std::string::npos) break;
+    std::size_t end = md.find(')', at + 2);
+    if (end == std::string::npos) break;
+    std::string target = md.substr(at + 2, end - at - 2);
+    out += md.substr(i, at + 2 - i);
+    if (!target.empty() && target[0] != '#' && target.find("://") == std::string::npos &&
+        target.rfind("mailto:", 0) != 0 && target.find(' ') == std::string::npos) {
+      std::string rel = (fs::path("docs/rules") / target).lexically_normal().generic_string();
+      out += std::string(LAYERGATE_HOMEPAGE) + "/blob/main/" + rel;
+    } else {
+      out += target;
+    }
+    i = end;
+  }
+  return out + md.substr(i);
 }
 
 const char* level(model::Severity s) {
@@ -76,7 +151,16 @@ std::string firstParagraph(const std::string& md, const std::string& heading) {
 
 }  // namespace
 
-std::string renderSarif(const Result& r) {
+SarifUri sarifUri(const std::string& path, const SarifOptions& given) {
+  SarifOptions o{absoluteDir(given.srcroot).string(), absoluteDir(given.base).string()};
+  std::string rel = rootRelative(path, o);
+  if (!rel.empty()) return {uriOf(rel), "%SRCROOT%"};
+  return {"file://" + uriOf((fs::path(o.base) / path).lexically_normal().generic_string()), ""};
+}
+
+std::string renderSarif(const Result& r, const SarifOptions& given) {
+  const SarifOptions o{absoluteDir(given.srcroot).string(), absoluteDir(given.base).string()};
+  const std::string srcroot = fs::path(o.srcroot).generic_string();
   json rules = json::array();
   std::map<std::string, int> index;
   for (const auto& rule : checks::allRules()) {
@@ -84,35 +168,76 @@ std::string renderSarif(const Result& r) {
     auto it = docs.find(rule.id);
     std::string md = it == docs.end() ? rule.summary : it->second;
     std::string full = firstParagraph(md, "## What it does");
+    // problem.severity: what code scanning sorts and filters non-security
+    // alerts by (error, warning, recommendation).
+    std::string summary = rule.summary;
+    while (!summary.empty() && summary.back() == '.') summary.pop_back();
+    const char* problem = rule.severity == model::Severity::Note ? "recommendation" : level(rule.severity);
     json jr = {{"id", rule.id},
                {"name", rule.name},
                {"shortDescription", {{"text", rule.summary}}},
                {"fullDescription", {{"text", full.empty() ? rule.summary : full}}},
-               {"help", {{"text", "Run `layergate explain " + rule.id + "` for the full documentation."}, {"markdown", md}}},
-               {"defaultConfiguration", {{"level", level(rule.severity)}}}};
+               {"helpUri", ruleUri(rule.id)},
+               {"help", {{"text", summary + ". Documentation: " + ruleUri(rule.id) + " (or run `layergate explain " +
+                                      rule.id + "`)."},
+                         {"markdown", absoluteLinks(md)}}},
+               {"defaultConfiguration", {{"level", level(rule.severity)}}},
+               {"properties", {{"problem.severity", problem}}}};
     index[rule.id] = static_cast<int>(rules.size());
     rules.push_back(jr);
   }
   json results = json::array();
   for (const auto& f : r.findings) {
-    json res = {{"ruleId", f.rule}, {"level", level(f.severity)}, {"message", {{"text", f.message}}}};
-    if (index.count(f.rule)) res["ruleIndex"] = index[f.rule];
-    if (!f.locations.empty()) {
-      res["locations"] = json::array({{{"physicalLocation", physical(f.locations[0])}}});
-      json related = json::array();
-      int id = 1;
-      for (size_t i = 1; i < f.locations.size(); ++i)
-        related.push_back({{"id", id++}, {"physicalLocation", physical(f.locations[i])},
-                           {"message", {{"text", f.locations[i].note.empty() ? f.locations[i].role : f.locations[i].note}}}});
-      for (const auto& h : f.trace)
-        if (h.where.valid())
-          related.push_back({{"id", id++}, {"physicalLocation", physical(h.where)}, {"message", {{"text", "trace: " + h.hop}}}});
-      if (!related.empty()) res["relatedLocations"] = related;
+    // The message, then each related location as a link: code scanning
+    // shows a related location only where the message links it.
+    std::string text = plain(f.message);
+    json related = json::array();
+    auto relate = [&](const model::Location& l, const std::string& what) {
+      int id = static_cast<int>(related.size()) + 1;
+      related.push_back({{"id", id}, {"physicalLocation", physical(l, o)}, {"message", {{"text", what}}}});
+      return "[" + plain(shortName(l)) + "](" + std::to_string(id) + ")";
+    };
+    std::string where;
+    for (size_t i = 1; i < f.locations.size(); ++i) {
+      const auto& l = f.locations[i];
+      if (!l.valid()) continue;
+      std::string what = l.note.empty() ? l.role : l.note;
+      where += (where.empty() ? "" : "; ") + plain(l.role) + " " + relate(l, what) + (l.note.empty() ? "" : ": " + plain(l.note));
     }
+    if (!where.empty()) text += ". See " + where;
+    std::vector<const model::Hop*> hops;
+    for (const auto& h : f.trace)
+      if (h.where.valid()) hops.push_back(&h);
+    if (!hops.empty()) {
+      text += ". The NVLink flag goes from " + plain(hops.front()->hop) + " " + relate(hops.front()->where, "flag trace: " + hops.front()->hop);
+      if (hops.size() > 1)
+        text += " to " + plain(hops.back()->hop) + " " + relate(hops.back()->where, "flag trace: " + hops.back()->hop);
+      text += hops.size() > 2 ? fmt::format(" in {} steps (the code flow shows each)", hops.size()) : std::string();
+    }
+    json res = {{"ruleId", f.rule}, {"level", level(f.severity)}, {"message", {{"text", text}}}};
+    if (index.count(f.rule)) res["ruleIndex"] = index[f.rule];
+    if (!f.locations.empty()) res["locations"] = json::array({{{"physicalLocation", physical(f.locations[0], o)}}});
+    if (!related.empty()) res["relatedLocations"] = related;
+    // The flag trace, hop by hop, as code scanning draws a data flow.
+    if (!hops.empty()) {
+      json steps = json::array();
+      for (size_t i = 0; i < hops.size(); ++i)
+        steps.push_back({{"location", {{"physicalLocation", physical(hops[i]->where, o)},
+                                       {"message", {{"text", fmt::format("{}. {}", i + 1, hops[i]->hop)}}}}}});
+      res["codeFlows"] = json::array(
+          {{{"message", {{"text", "the NVLink flag from the Python probe to the C++ branch"}}},
+            {"threadFlows", json::array({{{"locations", steps}}})}}});
+    }
+    // The key holds the files relative to %SRCROOT% (before, relative to the
+    // scanned root: the same), so that existing alerts are kept.
     std::string key = f.rule + "|" + std::to_string(f.config.world_size.value_or(0)) + "|" +
                       (f.config.full_nvlink.value_or(false) ? "nvlink" : "pcie");
-    for (const auto& p : r.python_files) key += "|" + p;
-    for (const auto& p : r.cpp_files) key += "|" + p;
+    auto keyPath = [&](const std::string& p) {
+      std::string rel = rootRelative(p, o);
+      return rel.empty() ? p : rel;
+    };
+    for (const auto& p : r.python_files) key += "|" + keyPath(p);
+    for (const auto& p : r.cpp_files) key += "|" + keyPath(p);
     // v1 (rule, cell, files) keeps existing code-scanning alerts; v2 is the
     // baseline fingerprint (report/Baseline.h).
     res["partialFingerprints"] = {{"layergateFinding/v1", fingerprint(key)}, {"layergateFinding/v2", f.fingerprint}};
@@ -138,7 +263,7 @@ std::string renderSarif(const Result& r) {
         }
         json changes = json::array();
         for (const auto& file : order)
-          changes.push_back({{"artifactLocation", {{"uri", uriOf(file)}}}, {"replacements", per_file[file]}});
+          changes.push_back({{"artifactLocation", artifact(file, o)}, {"replacements", per_file[file]}});
         fixes.push_back({{"description", {{"text", x.description}}},
                          {"artifactChanges", changes},
                          {"properties", {{"safety", model::fixSafetyName(x.safety)}}}});
@@ -159,7 +284,11 @@ std::string renderSarif(const Result& r) {
               {"runs", json::array({{{"tool", {{"driver", {{"name", "layergate"},
                                                             {"version", LAYERGATE_VERSION},
                                                             {"semanticVersion", LAYERGATE_VERSION},
+                                                            {"informationUri", LAYERGATE_HOMEPAGE},
                                                             {"rules", rules}}}}},
+                                     {"originalUriBaseIds",
+                                      {{"%SRCROOT%", {{"uri", "file://" + uriOf(srcroot == "/" ? srcroot : srcroot + "/")},
+                                                      {"description", {{"text", "The folder layergate checked"}}}}}}},
                                      {"columnKind", "unicodeCodePoints"},
                                      {"results", results}}})}};
   // Configurations routed to another op library are not analysed here: a
@@ -174,7 +303,7 @@ std::string renderSarif(const Result& r) {
     for (const auto& t : routed) {
       json locs = json::array();
       for (const auto& f : r.python_files) {
-        locs.push_back({{"physicalLocation", {{"artifactLocation", {{"uri", f}}}}}});
+        locs.push_back({{"physicalLocation", {{"artifactLocation", artifact(f, o)}}}});
         break;
       }
       notes.push_back({{"level", "warning"},
