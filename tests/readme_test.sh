@@ -9,7 +9,7 @@
 #  - the console example's lines (after its `$` line, except the `…` line) are
 #    lines of the real output of the command it shows.
 set -euo pipefail
-lg=$1 root=$2
+lg=$(realpath "$1") root=$(realpath "$2")
 readme=$root/README.md
 fail() { echo "readme_test: $*" >&2; exit 1; }
 tmp=$(mktemp -d)
@@ -21,7 +21,8 @@ n=$(wc -l <"$readme")
 # --- links -----------------------------------------------------------------
 while IFS= read -r md; do
   dir=$(dirname "$md")
-  { grep -oE '\]\([^)#[:space:]]+(#[^)]*)?\)' "$md" || true; } | sed -E 's/^\]\(([^)#]+).*$/\1/' | while IFS= read -r target; do
+  # links outside code: fenced blocks and `inline code` left out
+  { awk '/^```/ {code = !code; next} !code' "$md" | sed -E 's/`[^`]*`//g' | grep -oE '\]\([^)#[:space:]]+(#[^)]*)?\)' || true; } | sed -E 's/^\]\(([^)#]+).*$/\1/' | while IFS= read -r target; do
     case $target in http://*|https://*|mailto:*) continue ;; esac
     [ -e "$dir/$target" ] || fail "$(realpath --relative-to="$root" "$md"): link to $target does not resolve"
   done
