@@ -216,13 +216,23 @@ std::string skippedText(const ScanResult& s) {
 }  // namespace
 
 std::string renderScanText(const ScanResult& s, const report::TextOptions& o) {
-  // Platforms in the order their first analysis was found.
   std::vector<std::string> platforms;
   auto seen = [&](const std::string& p) {
     if (std::find(platforms.begin(), platforms.end(), p) == platforms.end()) platforms.push_back(p);
   };
   for (const auto& r : s.results) seen(r.platform);
   for (const auto& x : s.unanalysed) seen(x.platform);
+  // The platforms with something to report first, then by name.
+  auto quiet = [&](const std::string& p) {
+    for (const auto& r : s.results)
+      if (r.platform == p && report::cleanText(r).empty()) return false;
+    for (const auto& x : s.unanalysed)
+      if (x.platform == p) return false;
+    return true;
+  };
+  std::stable_sort(platforms.begin(), platforms.end(), [&](const std::string& a, const std::string& b) {
+    return std::make_pair(quiet(a), a) < std::make_pair(quiet(b), b);
+  });
   const bool several = platforms.size() > 1;
   const bool details = o.matrix || o.trace || o.notes;
   std::string out;

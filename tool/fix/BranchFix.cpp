@@ -116,7 +116,8 @@ void suggestBranchFixes(const model::Dispatch& dispatch, std::vector<model::Find
     // One line; why it is unsafe and how to prove it: docs/rules/LG001.md.
     std::vector<std::pair<std::int64_t, std::optional<bool>>> cells;
     for (const auto& m : members) cells.push_back({*m.first->config.world_size, m.first->config.full_nvlink});
-    fx.description = fmt::format("`else {{ {} }}` after `if ({})`: runs {} for {}, a launch not written for them",
+    fx.description = fmt::format("`else {{ {} }}` after `if ({})`: runs {} for {}, a launch not written for them: "
+                                 "prove it with `layergate selftest`",
                                  stmts, s.condition, s.kernel, model::cellsText(cells));
     fx.edits.push_back(elseEdit(s));
     for (auto& m : members) m.first->fixes.push_back(fx);

@@ -51,13 +51,16 @@ std::optional<model::Fix> guardFix(const model::Gate& gate, const std::vector<co
     return std::optional<model::Fix>();
   };
   std::vector<std::pair<std::int64_t, std::optional<bool>>> cells;
-  std::set<std::string> rules, overridden;
+  std::set<std::string> rules;
+  std::map<std::string, std::vector<std::string>> overridden;  // env var -> the values the cells are admitted with
   for (const auto* f : findings) {
     if (!fixable(*f)) continue;
     cells.push_back({*f->config.world_size, f->config.full_nvlink});
     rules.insert(f->rule);
-    for (const auto& [k, v] : f->config.env)
-      if (v) overridden.insert(k + "=" + *v);
+    for (const auto& [k, v] : f->config.env) {
+      auto& vs = overridden[k];
+      if (v && std::find(vs.begin(), vs.end(), *v) == vs.end()) vs.push_back(*v);
+    }
   }
   if (cells.empty()) return refuse("");
   const model::GuardSite& site = gate.guard_site;
@@ -81,7 +84,12 @@ std::optional<model::Fix> guardFix(const model::Gate& gate, const std::vector<co
   // What it turns off, and which setting it overrides: the fast path is off
   // in these cells for every message size, whatever the environment says.
   std::string settings;
-  for (const auto& s : overridden) settings += (settings.empty() ? "" : " or ") + s;
+  for (const auto& [k, vs] : overridden) {
+    if (vs.empty()) continue;
+    std::string one = k + (vs.size() == 1 ? "=" : " is ");
+    for (std::size_t i = 0; i < vs.size(); ++i) one += (i == 0 ? "" : i + 1 == vs.size() ? " or " : ", ") + vs[i];
+    settings += (settings.empty() ? "" : " or ") + one;
+  }
   model::Fix fx;
   fx.safety = model::FixSafety::Safe;
   fx.description = fmt::format("`{}` in {} when {}: turns off the custom all-reduce for {}{}", site.reject, site.method,

@@ -44,7 +44,7 @@ std::string cellsText(const std::vector<std::pair<std::int64_t, std::optional<bo
     if (ws.empty()) return;
     std::string list;
     for (auto w : ws) list += (list.empty() ? "" : ", ") + std::to_string(w);
-    out += (out.empty() ? "" : "; ") + std::string(ws.size() == 1 ? "world size " : "world sizes ") + list + tail;
+    out += (out.empty() ? "" : " and ") + std::string(ws.size() == 1 ? "world size " : "world sizes ") + list + tail;
   };
   part(any, "");
   part(pcie, " without NVLink");

@@ -448,7 +448,7 @@ const char* fixSafetyName(FixSafety s);  // "safe" / "unsafe"
 
 // Configuration cells in words, as messages and fixes name them: "world
 // sizes 4, 6, 8 without NVLink", "world size 3" (NVLink not given, or both
-// values given), "world size 3; world sizes 4, 6 without NVLink" (mixed).
+// values given), "world size 3 and world sizes 4, 6 without NVLink" (mixed).
 std::string cellsText(const std::vector<std::pair<std::int64_t, std::optional<bool>>>& cells);
 struct Fix {
   FixSafety safety = FixSafety::Safe;

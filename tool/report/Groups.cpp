@@ -48,19 +48,122 @@ std::string masked(const model::Finding& f) {
   return m;
 }
 
+// What makes findings one diagnostic: the rule, the claim (from ", but ...":
+// what the dispatch does), and the places (the admitting line, the C++ path,
+// what was assumed). A check's "opened by ENV=value" note counts by its place:
+// the value may differ per cell.
 using Key = std::tuple<std::string, int, std::string, std::vector<std::tuple<std::string, int, int, std::string, std::string>>>;
 
 Key keyOf(const model::Finding& f) {
   std::vector<std::tuple<std::string, int, int, std::string, std::string>> locs;
   for (const auto& l : f.locations)
-    if (l.role != "expansion") locs.emplace_back(l.file, l.line, l.col, l.role, l.note);
-  return {f.rule, static_cast<int>(f.severity), masked(f), locs};
+    if (l.role != "expansion") locs.emplace_back(l.file, l.line, l.col, l.role, l.role == "opened" ? "" : l.note);
+  std::string m = masked(f);
+  auto but = m.rfind(", but ");
+  std::string claim = cellOf(f) && but != std::string::npos ? m.substr(but) : m;
+  return {f.rule, static_cast<int>(f.severity), claim, locs};
 }
 
 std::string worldSizes(const std::vector<std::int64_t>& ws) {
   std::string s;
   for (auto w : ws) s += (s.empty() ? "" : ", ") + std::to_string(w);
   return (ws.size() == 1 ? "world size " : "world sizes ") + s;
+}
+
+std::vector<std::string> words(const std::string& s) {
+  std::vector<std::string> out;
+  std::size_t b = 0;
+  while (b <= s.size()) {
+    std::size_t e = s.find(' ', b);
+    if (e == std::string::npos) e = s.size();
+    out.push_back(s.substr(b, e - b));
+    b = e + 1;
+  }
+  return out;
+}
+
+std::string unwords(const std::vector<std::string>& w, std::size_t from, std::size_t to) {
+  std::string s;
+  for (std::size_t i = from; i < to; ++i) s += (i == from ? "" : " ") + w[i];
+  return s;
+}
+
+// The words a part of a gap's message starts with ("admits 16 B .. 8 MiB",
+// "when X=1", "for 16 B .. 8 MiB", "and hands down ...", "but ...").
+bool startsPart(const std::string& w) {
+  return w == "admits" || w == "when" || w == "for" || w == "and" || w == "but" || w == "with";
+}
+
+// One message for findings that differ in their cell and in details of the
+// admission (the env value, the sizes, the values handed down): the words
+// they share, and the parts that differ once each with its world sizes:
+// "... =1 for 4 KiB .. 8 MiB - 16 B (world size 4); for 16 B .. 8 MiB - 16 B
+// (world sizes 6, 8), but ...".
+std::string mergedMessage(const std::vector<const model::Finding*>& members, const std::string& cells) {
+  std::vector<std::vector<std::string>> ws;
+  for (const auto* m : members) ws.push_back(words(masked(*m)));
+  std::size_t shortest = ws[0].size();
+  for (const auto& w : ws) shortest = std::min(shortest, w.size());
+  std::size_t pre = 0, suf = 0;
+  auto samePre = [&](std::size_t i) {
+    return std::all_of(ws.begin(), ws.end(), [&](const auto& w) { return w[i] == ws[0][i]; });
+  };
+  auto sameSuf = [&](std::size_t i) {
+    return std::all_of(ws.begin(), ws.end(), [&](const auto& w) { return w[w.size() - 1 - i] == ws[0][ws[0].size() - 1 - i]; });
+  };
+  while (pre < shortest && samePre(pre)) ++pre;
+  while (suf < shortest - pre && sameSuf(suf)) ++suf;
+  std::string out;
+  if (pre + suf == ws[0].size() && std::all_of(ws.begin(), ws.end(), [&](const auto& w) { return w.size() == ws[0].size(); })) {
+    out = unwords(ws[0], 0, ws[0].size());
+  } else {
+    // The differing part starts and ends at a part's first word.
+    bool starts = std::all_of(ws.begin(), ws.end(), [&](const auto& w) { return pre < w.size() && startsPart(w[pre]); });
+    if (!starts && pre > 0) {
+      std::size_t k = pre - 1;
+      while (k > 0 && !startsPart(ws[0][k])) --k;
+      pre = k;
+    }
+    while (suf > 0 && !startsPart(ws[0][ws[0].size() - suf])) --suf;
+    // Each differing part once, with the world sizes that have it.
+    std::vector<std::pair<std::string, std::vector<std::int64_t>>> variants;
+    for (std::size_t i = 0; i < ws.size(); ++i) {
+      std::string v = unwords(ws[i], pre, ws[i].size() - suf);
+      auto it = std::find_if(variants.begin(), variants.end(), [&](const auto& x) { return x.first == v; });
+      if (it == variants.end()) variants.push_back({v, {}}), it = std::prev(variants.end());
+      if (members[i]->config.world_size) it->second.push_back(*members[i]->config.world_size);
+    }
+    // A comma that ends every part ends the list.
+    bool comma = std::all_of(variants.begin(), variants.end(), [](const auto& x) { return !x.first.empty() && x.first.back() == ','; });
+    std::string middle;
+    for (auto& [v, w] : variants) {
+      if (comma) v.pop_back();
+      middle += (middle.empty() ? "" : "; ") + (v.empty() ? std::string("-") : v) + " (" + worldSizes(w) + ")";
+    }
+    if (comma) middle += ",";
+    out = unwords(ws[0], 0, pre);
+    out += (out.empty() ? "" : " ") + middle;
+    if (suf) out += " " + unwords(ws[0], ws[0].size() - suf, ws[0].size());
+  }
+  auto at = out.find(kCellMark);
+  if (at != std::string::npos) out.replace(at, 1, cells);
+  return out;
+}
+
+// A check's "opened by ENV=value: condition" note, when the value differs
+// per cell: the variables' names only.
+std::string openedNote(const std::vector<const model::Finding*>& members, const model::Location& l) {
+  bool same = true;
+  for (const auto* m : members)
+    for (const auto& x : m->locations)
+      if (x.role == "opened" && x.file == l.file && x.line == l.line && x.col == l.col) same = same && x.note == l.note;
+  const model::Finding& f = *members.front();
+  std::string head = "check opened by " + solve::describeEnv(f.config.env) + ": ";
+  if (same || l.note.rfind(head, 0) != 0) return l.note;
+  std::string names;
+  for (const auto& [k, v] : f.config.env)
+    if (v) names += (names.empty() ? "" : ", ") + k;
+  return "check opened by " + names + ": " + l.note.substr(head.size());
 }
 
 FindingGroup build(const std::vector<const model::Finding*>& members) {
@@ -72,10 +175,7 @@ FindingGroup build(const std::vector<const model::Finding*>& members) {
   if (members.size() > 1) {
     std::vector<CellPair> cells;
     for (const auto* m : members) cells.push_back(*cellOf(*m));
-    std::string m = masked(f);
-    auto at = m.find(kCellMark);
-    if (at != std::string::npos) m.replace(at, 1, model::cellsText(cells));
-    g.message = m;
+    g.message = mergedMessage(members, model::cellsText(cells));
   }
   // Primary: where a patch opened a check, else the finding's first location.
   std::size_t primary = f.locations.size();
@@ -83,6 +183,7 @@ FindingGroup build(const std::vector<const model::Finding*>& members) {
     if (f.locations[i].role == "opened") primary = i;
   if (primary == f.locations.size() && !f.locations.empty()) primary = 0;
   if (primary < f.locations.size()) g.primary = f.locations[primary];
+  if (g.primary.role == "opened") g.primary.note = openedNote(members, g.primary);
   // Expansions: each place once, with the world sizes that expand there.
   std::vector<std::pair<model::Location, std::vector<std::int64_t>>> expansions;
   for (const auto* m : members)
@@ -98,6 +199,7 @@ FindingGroup build(const std::vector<const model::Finding*>& members) {
     const auto& l = f.locations[i];
     if (l.role != "expansion") {
       g.notes.push_back(l);
+      if (l.role == "opened") g.notes.back().note = openedNote(members, l);
       continue;
     }
     if (expansions_added) continue;

@@ -264,7 +264,9 @@ std::string renderText(const Result& r, const TextOptions& o) {
     for (const auto& n : sel.notes)
       if (o.notes) out += fmt::format("  selection note: {}\n", n);
   }
-  out += fmt::format("{}{}{}\n", groups.empty() ? "" : "\n", summaryText(countGroups(r)),
+  // A clean run's few lines stay together; after diagnostics or details, a blank line.
+  bool spaced = !groups.empty() || (o.trace && !r.trace.empty()) || (o.matrix && !r.matrix.empty()) || (o.notes && !notes.empty());
+  out += fmt::format("{}{}{}\n", spaced ? "\n" : "", summaryText(countGroups(r)),
                      suppressedText(countSuppressed(r), r.baselined));
   return out;
 }
