@@ -91,16 +91,18 @@ report::TextOptions textOptions(const CheckArgs& a) {
 }
 
 int exitStatus(const CheckArgs& a, int errors, int warnings) {
+  if (!a.write_baseline.empty())
+    std::cerr << "layergate: wrote baseline " << a.write_baseline << " (exit status 0: its findings are accepted)\n";
   if (a.fail_on == "never" || !a.write_baseline.empty()) return kExitClean;
   return (a.fail_on == "warning" ? errors + warnings : errors) > 0 ? kExitFindings : kExitClean;
 }
 
 // --write-baseline, then --baseline: what is left is what the report shows.
+// After --fix the files are analysed again and the baseline written again,
+// from the fixed files; the caller says once that it was written.
 void baselines(const CheckArgs& a, const std::vector<report::Result*>& results) {
-  if (!a.write_baseline.empty()) {
+  if (!a.write_baseline.empty())
     report::writeBaseline(a.write_baseline, std::vector<const report::Result*>(results.begin(), results.end()));
-    std::cerr << "layergate: wrote baseline " << a.write_baseline << " (exit status 0: its findings are accepted)\n";
-  }
   if (a.baseline.empty()) return;
   report::Baseline b = report::readBaseline(a.baseline);
   for (auto* r : results) report::applyBaseline(*r, b);
