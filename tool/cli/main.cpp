@@ -306,7 +306,7 @@ int main(int argc, char** argv) {
   check->add_option("-I", ca.req.cpp.include_dirs, "Extra include directory for the C++ files")->type_name("DIR")->allow_extra_args(false);
   check->add_flag("--strict", ca.req.strict,
                   "Possible gaps (LG008: they hold only for some values of code the analysis did not interpret) are errors");
-  check->add_flag("--matrix,!--no-matrix", ca.matrix, "Text output: the configuration matrix (and the selection layer's)");
+  check->add_flag("--matrix,!--no-matrix", ca.matrix, "Text output: the configuration matrix (and the selection layer's); --no-matrix: the default");
   check->add_flag("--trace", ca.trace, "Text output: the NVLink flag's trace and the values handed down, Python to C++");
   check->add_flag("--verbose,-v", ca.verbose,
                   "Text output: every analysis in full, with the matrix, the traces and the notes on what was assumed");
@@ -328,9 +328,10 @@ int main(int argc, char** argv) {
       ->type_name("FILE");
   check->add_flag("--diff", ca.diff, "Print the fixes of the findings as unified diffs (safe ones; see --unsafe-fixes) "
                                      "instead of the report; the exit status is check's");
-  check->add_flag("--fix", ca.fix, "Apply the safe fixes in place, then report what is left");
+  check->add_flag("--fix", ca.fix, "Apply the safe fixes in place, say what was applied, then check the fixed files again");
   check->add_flag("--unsafe-fixes", ca.unsafe_fixes,
-                  "With --diff or --fix: the unsafe fixes too (a C++ branch that `layergate selftest` must show correct)");
+                  "With --diff or --fix: LG001's C++ branch instead of the Python guard for the configurations it "
+                  "serves (unsafe until `layergate selftest`, whose command --fix prints, shows it correct)");
   check->add_option("--write-baseline", ca.write_baseline, "Write the findings of this run to FILE, for --baseline")
       ->type_name("FILE");
 
