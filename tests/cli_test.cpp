@@ -375,7 +375,8 @@ TEST(Cli, UnsafeFixesOnlyWhenAskedAndInsteadOfTheGuard) {
   EXPECT_NE(r.out.find("layergate: fixed 3 configurations in 1 file\n  unsafe fix at custom_all_reduce.cuh:182:6: "),
             std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("  safe fix at"), std::string::npos) << r.out;  // no guard besides
-  EXPECT_NE(r.out.find("layergate selftest --header custom_all_reduce.cuh --python custom_all_reduce.py\n"),
+  EXPECT_NE(r.out.find("layergate selftest --header custom_all_reduce.cuh --python custom_all_reduce.py "
+                       "--target custom-allreduce\n"),
             std::string::npos) << r.out;
   // After the fix: every cell the gate admits, the opened ones too, reaches a kernel.
   EXPECT_NE(r.out.find("\nno gaps: 8 configurations admitted, each reaches a kernel\n"), std::string::npos) << r.out;

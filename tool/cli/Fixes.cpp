@@ -46,7 +46,7 @@ std::string selftestCommand(const std::string& base, const report::Result& r, co
   std::string gate = r.gate.class_loc.valid() ? r.gate.class_loc.file : r.python_files.empty() ? "" : r.python_files[0];
   std::string cmd = "layergate selftest --header " + shellWord(joined(base, header));
   if (!gate.empty()) cmd += " --python " + shellWord(joined(base, gate));
-  if (!r.target.empty() && r.target != "custom-allreduce") cmd += " --target " + shellWord(r.target);
+  if (!r.target.empty()) cmd += " --target " + shellWord(r.target);
   return cmd;
 }
 

@@ -119,9 +119,13 @@ std::string mergedMessage(const std::vector<const model::Finding*>& members, con
   } else {
     // The differing part starts and ends at a part's first word.
     bool starts = std::all_of(ws.begin(), ws.end(), [&](const auto& w) { return pre < w.size() && startsPart(w[pre]); });
-    if (!starts && pre > 0) {
+    // (never before the cell's words, which every message shares)
+    std::size_t floor = 0;
+    while (floor < pre && ws[0][floor].find(kCellMark) == std::string::npos) ++floor;
+    floor = floor < pre ? floor + 1 : 0;
+    if (!starts && pre > floor) {
       std::size_t k = pre - 1;
-      while (k > 0 && !startsPart(ws[0][k])) --k;
+      while (k > floor && !startsPart(ws[0][k])) --k;
       pre = k;
     }
     while (suf > 0 && !startsPart(ws[0][ws[0].size() - suf])) --suf;
