@@ -28,12 +28,82 @@ TEST(Cli, SeedScenarioExitsOneWithClangStyleDiagnostics) {
   CliRun r = layergate(check("seed-force-pcie/custom_all_reduce.py", "seed-force-pcie/custom_all_reduce.cuh", "--color never"));
   EXPECT_EQ(r.status, 1) << r.err;
   EXPECT_NE(r.out.find("seed-force-pcie/custom_all_reduce.py:"), std::string::npos);
-  EXPECT_NE(r.out.find(": error: world size 8 without NVLink"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(": error: world sizes 4, 6, 8 without NVLink"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("[LG001]"), std::string::npos);
   EXPECT_NE(r.out.find("seed-force-pcie/custom_all_reduce.cuh:"), std::string::npos);
   EXPECT_NE(r.out.find("SGLANG_FORCE_CUSTOM_AR_PCIE=1"), std::string::npos);
-  EXPECT_NE(r.out.find("Configuration matrix"), std::string::npos);
+  EXPECT_EQ(r.out.find("Configuration matrix"), std::string::npos) << r.out;  // on request
   EXPECT_EQ(r.err, "");
+  CliRun m = layergate(check("seed-force-pcie/custom_all_reduce.py", "seed-force-pcie/custom_all_reduce.cuh", "--matrix --color never"));
+  EXPECT_NE(m.out.find("Configuration matrix"), std::string::npos) << m.out;
+  EXPECT_EQ(m.out.find("Flag trace"), std::string::npos) << m.out;
+  CliRun t = layergate(check("seed-force-pcie/custom_all_reduce.py", "seed-force-pcie/custom_all_reduce.cuh", "--trace --color never"));
+  EXPECT_NE(t.out.find("Flag trace"), std::string::npos) << t.out;
+  EXPECT_EQ(t.out.find("Configuration matrix"), std::string::npos) << t.out;
+  CliRun v = layergate(check("seed-force-pcie/custom_all_reduce.py", "seed-force-pcie/custom_all_reduce.cuh", "--verbose --color never"));
+  EXPECT_NE(v.out.find("Flag trace"), std::string::npos) << v.out;
+  EXPECT_NE(v.out.find("Configuration matrix"), std::string::npos) << v.out;
+  EXPECT_NE(v.out.find("layergate: note: stubbed missing include \"utils.h\""), std::string::npos) << v.out;
+  EXPECT_EQ(r.out.find("layergate: note: stubbed missing include"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("layergate: note: 4 notes on what the analysis assumed or could not follow (--verbose)"),
+            std::string::npos) << r.out;
+}
+
+// One bug, one diagnostic: the three cells the Python gate admits and the C++
+// dispatch serves with no kernel are one error at the check the patch opened,
+// with the admitting line and the C++ path as notes, each fix once and one
+// counterexample.
+TEST(Cli, CellsOfOneCauseAreOneDiagnostic) {
+  CliRun r = layergate("check seed-force-pcie --color never");
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_LE(lines(r.out), 30) << r.out;
+  auto count = [&](const std::string& what) {
+    int n = 0;
+    for (auto at = r.out.find(what); at != std::string::npos; at = r.out.find(what, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count(": error: "), 1) << r.out;
+  EXPECT_NE(r.out.find("custom_all_reduce.py:97:9: error: world sizes 4, 6, 8 without NVLink: the Python gate admits "
+                       "the custom all-reduce when SGLANG_FORCE_CUSTOM_AR_PCIE=1"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("custom_all_reduce.py:137:17: note: admits: return inp_size < self.max_size"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("custom_all_reduce.cuh:176:12: note: no kernel on this path"), std::string::npos) << r.out;
+  EXPECT_EQ(count("note: safe fix (--fix)"), 1) << r.out;
+  EXPECT_EQ(count("note: unsafe fix (--fix --unsafe-fixes)"), 1) << r.out;
+  EXPECT_EQ(count("counterexample: "), 1) << r.out;
+  EXPECT_EQ(count("assuming: "), 1) << r.out;
+  EXPECT_NE(r.out.find("\n1 error (3 configurations), 0 warnings\n"), std::string::npos) << r.out;
+  // JSON keeps one finding per cell.
+  EXPECT_EQ(json::parse(layergate("check seed-force-pcie --format json").out)["analyses"][0]["findings"].size(), 3u);
+}
+
+TEST(Cli, ACleanCheckoutIsAFewLines) {
+  for (const char* dir : {"vllm-upstream", "sglang-upstream"}) {
+    CliRun r = layergate(std::string("check ") + dir + " --color never");
+    EXPECT_EQ(r.status, 0) << r.out << r.err;
+    EXPECT_LE(lines(r.out), 5) << r.out;
+    EXPECT_NE(r.out.find("\nno gaps: 5 configurations admitted, each reaches a kernel\n"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("\n0 errors, 0 warnings\n"), std::string::npos) << r.out;
+  }
+}
+
+TEST(Cli, ConciseIsOneLinePerDiagnosticAndACount) {
+  for (const char* flag : {"--output-format concise", "--format concise", "-f concise"}) {
+    CliRun r = layergate(std::string("check seed-force-pcie ") + flag);
+    EXPECT_EQ(r.status, 1) << r.err;
+    EXPECT_EQ(r.out,
+              "custom_all_reduce.py:97:9: LG001 world sizes 4, 6, 8 without NVLink: the Python gate admits the custom "
+              "all-reduce when SGLANG_FORCE_CUSTOM_AR_PCIE=1 for 16 B .. 8 MiB - 16 B, but the C++ dispatch launches no "
+              "kernel, so the output is never written\nFound 1 error, 0 warnings.\n")
+        << flag;
+  }
+  CliRun clean = layergate("check vllm-upstream --output-format concise");
+  EXPECT_EQ(clean.status, 0);
+  EXPECT_EQ(clean.out, "All checks passed.\n");
+  CliRun bad = layergate("check seed-force-pcie --output-format terse");
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_EQ(lines(bad.err), 1) << bad.err;
 }
 
 TEST(Cli, FailOnNeverExitsZeroAndUpstreamIsClean) {
@@ -170,11 +240,11 @@ TEST(Cli, UninterpretedHelperTurnsTheSeedIntoPossibleGapsUnlessStrict) {
   CliRun r = layergate(args);
   EXPECT_EQ(r.status, 0) << r.out << r.err;
   EXPECT_EQ(r.out.find("[LG001]"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("warning: possible gap: world size 4 without NVLink"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("warning: possible gap: world sizes 4, 6, 8 without NVLink"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("depends on `vendor_topology_ok(self.group)`"), std::string::npos) << r.out;
   CliRun s = layergate(args + " --strict");
   EXPECT_EQ(s.status, 1) << s.out << s.err;
-  EXPECT_NE(s.out.find("error: possible gap: world size 8 without NVLink"), std::string::npos) << s.out;
+  EXPECT_NE(s.out.find("error: possible gap: world sizes 4, 6, 8 without NVLink"), std::string::npos) << s.out;
   fs::remove_all(dir);
 }
 
@@ -198,7 +268,14 @@ TEST(Cli, FixRewritesTheGateAndASecondCheckIsClean) {
   std::string before = slurp(dir / "custom_all_reduce.py");
   CliRun r = lgtest::runCli(std::string(kSeedArgs) + " --fix", dir);
   EXPECT_EQ(r.status, 0) << r.out << r.err;
-  EXPECT_NE(r.out.find("fixed 3 findings in 1 file"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("layergate: fixed 3 configurations in 1 file\n  safe fix at custom_all_reduce.py:129:1: "),
+            std::string::npos) << r.out;
+  // The verdict after the fix: the fixed files analysed again.
+  auto after_fix = r.out.find("layergate: after the fixes:\n");
+  ASSERT_NE(after_fix, std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("LG001", after_fix), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\nno gaps: 5 configurations admitted, each reaches a kernel\n", after_fix), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("0 errors, 0 warnings\n", after_fix), std::string::npos) << r.out;
   std::string after = slurp(dir / "custom_all_reduce.py");
   EXPECT_NE(after, before);
   EXPECT_NE(after.find("return False  # layergate LG001"), std::string::npos);
@@ -226,7 +303,11 @@ TEST(Cli, DiffIsAUnifiedDiffThatPatchApplies) {
 TEST(Cli, FindingsWithAFixSayItInEveryFormat) {
   CliRun t = layergate(check("seed-force-pcie/custom_all_reduce.py", "seed-force-pcie/custom_all_reduce.cuh", "--no-matrix --color never"));
   EXPECT_EQ(t.status, 1);
-  EXPECT_NE(t.out.find("note: fix available (safe): in should_custom_ar"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("note: safe fix (--fix): `return False` in should_custom_ar when self.world_size in (4, 6, 8) and "
+                       "not self.full_nvlink: turns off the custom all-reduce for world sizes 4, 6, 8 without NVLink even "
+                       "when SGLANG_FORCE_CUSTOM_AR_PCIE=1\n"),
+            std::string::npos)
+      << t.out;
   CliRun j = layergate(check("seed-force-pcie/custom_all_reduce.py", "seed-force-pcie/custom_all_reduce.cuh", "--format json"));
   json f = json::parse(j.out)["findings"][0];
   ASSERT_TRUE(f.contains("fix")) << f.dump(2);
@@ -249,11 +330,12 @@ TEST(Cli, FindingsWithAFixSayItInEveryFormat) {
 TEST(Cli, UnsafeFixIsMarkedInEveryFormat) {
   std::string args = check("seed-force-pcie/custom_all_reduce.py", "seed-force-pcie/custom_all_reduce.cuh");
   CliRun t = layergate(args + " --no-matrix --color never");
-  EXPECT_NE(t.out.find("seed-force-pcie/custom_all_reduce.cuh:182:6: note: fix available (unsafe): add `else { "
-                       "KL(ngpus, cross_device_reduce_1stage); }`"),
+  EXPECT_NE(t.out.find("seed-force-pcie/custom_all_reduce.cuh:182:6: note: unsafe fix (--fix --unsafe-fixes): `else { "
+                       "KL(ngpus, cross_device_reduce_1stage); }` after `if (full_nvlink_)`: runs "
+                       "cross_device_reduce_1stage for world sizes 4, 6, 8 without NVLink"),
             std::string::npos)
       << t.out;
-  EXPECT_NE(t.out.find("prove it with `layergate selftest`"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("prove it with `layergate selftest`\n"), std::string::npos) << t.out;
   json f = json::parse(layergate(args + " --format json").out)["findings"][0];
   EXPECT_EQ(f["fix"]["safety"], "safe");
   ASSERT_TRUE(f.contains("alternative_fixes")) << f.dump(2);
@@ -267,33 +349,43 @@ TEST(Cli, UnsafeFixIsMarkedInEveryFormat) {
   EXPECT_EQ(res["fixes"][1]["artifactChanges"][0]["artifactLocation"]["uri"], "seed-force-pcie/custom_all_reduce.cuh");
 }
 
-TEST(Cli, UnsafeFixesOnlyWhenAskedAndTheCppBranchAloneIsClean) {
+// --unsafe-fixes takes the C++ branch *instead of* the Python guard for the
+// cells it serves: the gate stays open (its intent kept) and never gets a
+// guard for the same cells.
+TEST(Cli, UnsafeFixesOnlyWhenAskedAndInsteadOfTheGuard) {
   fs::path dir = seedCopy("unsafe");
   std::string py = slurp(dir / "custom_all_reduce.py"), cuh = slurp(dir / "custom_all_reduce.cuh");
   CliRun safe = lgtest::runCli(std::string(kSeedArgs) + " --diff", dir);
   EXPECT_EQ(safe.out.find("custom_all_reduce.cuh"), std::string::npos) << safe.out;
-  CliRun both = lgtest::runCli(std::string(kSeedArgs) + " --diff --unsafe-fixes", dir);
-  EXPECT_EQ(both.status, 1) << both.err;
-  EXPECT_NE(both.out.find("--- a/custom_all_reduce.cuh\n+++ b/custom_all_reduce.cuh\n@@ "), std::string::npos) << both.out;
-  EXPECT_NE(both.out.find("--- a/custom_all_reduce.py\n+++ b/custom_all_reduce.py\n@@ "), std::string::npos) << both.out;
-  EXPECT_NE(both.out.find("\n+    } else {"), std::string::npos) << both.out;
-  EXPECT_NE(both.out.find("\n+      KL(ngpus, cross_device_reduce_1stage);"), std::string::npos) << both.out;
+  CliRun unsafe = lgtest::runCli(std::string(kSeedArgs) + " --diff --unsafe-fixes", dir);
+  EXPECT_EQ(unsafe.status, 1) << unsafe.err;
+  EXPECT_NE(unsafe.out.find("--- a/custom_all_reduce.cuh\n+++ b/custom_all_reduce.cuh\n@@ "), std::string::npos) << unsafe.out;
+  EXPECT_EQ(unsafe.out.find("custom_all_reduce.py"), std::string::npos) << unsafe.out;
+  EXPECT_NE(unsafe.out.find("\n+    } else {"), std::string::npos) << unsafe.out;
+  EXPECT_NE(unsafe.out.find("\n+      KL(ngpus, cross_device_reduce_1stage);"), std::string::npos) << unsafe.out;
+  EXPECT_NE(unsafe.err.find("layergate selftest --header custom_all_reduce.cuh --python custom_all_reduce.py"),
+            std::string::npos) << unsafe.err;
   EXPECT_EQ(slurp(dir / "custom_all_reduce.cuh"), cuh);  // --diff writes nothing
-  std::ofstream(dir / "fix.patch", std::ios::binary) << both.out;
+  std::ofstream(dir / "fix.patch", std::ios::binary) << unsafe.out;
   std::string cmd = "cd " + quote(dir.string()) + " && git apply --check fix.patch";
-  EXPECT_EQ(std::system(cmd.c_str()), 0) << both.out;
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << unsafe.out;
 
   CliRun r = lgtest::runCli(std::string(kSeedArgs) + " --fix --unsafe-fixes", dir);
   EXPECT_EQ(r.status, 0) << r.out << r.err;
-  EXPECT_NE(r.out.find("fixed 3 findings in 2 files"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("layergate: fixed 3 configurations in 1 file\n  unsafe fix at custom_all_reduce.cuh:182:6: "),
+            std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("  safe fix at"), std::string::npos) << r.out;  // no guard besides
+  EXPECT_NE(r.out.find("layergate selftest --header custom_all_reduce.cuh --python custom_all_reduce.py "
+                       "--target custom-allreduce\n"),
+            std::string::npos) << r.out;
+  // After the fix: every cell the gate admits, the opened ones too, reaches a kernel.
+  EXPECT_NE(r.out.find("\nno gaps: 8 configurations admitted, each reaches a kernel\n"), std::string::npos) << r.out;
   EXPECT_NE(slurp(dir / "custom_all_reduce.cuh"), cuh);
-  EXPECT_NE(slurp(dir / "custom_all_reduce.py"), py);
+  EXPECT_EQ(slurp(dir / "custom_all_reduce.py"), py);
   CliRun again = lgtest::runCli(kSeedArgs, dir);
   EXPECT_EQ(again.status, 0) << again.out;
   EXPECT_EQ(again.out.find("LG001"), std::string::npos) << again.out;
-  // The C++ branch alone: the gate put back as it was, still no gap, and the
-  // header analyses with the notes it had before.
-  std::ofstream(dir / "custom_all_reduce.py", std::ios::binary | std::ios::trunc) << py;
+  // The header with its C++ branch analyses with the notes it had before.
   CliRun cpp_only = lgtest::runCli(std::string(kSeedArgs) + " --format json", dir);
   EXPECT_EQ(cpp_only.status, 0) << cpp_only.out;
   json j = json::parse(cpp_only.out);
@@ -301,5 +393,57 @@ TEST(Cli, UnsafeFixesOnlyWhenAskedAndTheCppBranchAloneIsClean) {
   fs::path orig = fs::path(LAYERGATE_FIXTURES) / "seed-force-pcie";
   json before = json::parse(lgtest::runCli(std::string(kSeedArgs) + " --format json", orig).out);
   EXPECT_EQ(j["notes"], before["notes"]);
+  fs::remove_all(dir);
+}
+
+// A checkout with gates of two platforms: the text report groups the
+// analyses by platform (the one with something to report first), an analysis
+// with nothing to report is one line; --platform keeps one platform's.
+TEST(Cli, PlatformGroupsTheReportAndSelectsTheAnalyses) {
+  fs::path dir = fs::temp_directory_path() / ("lg_platform_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "x");
+  fs::path fx = LAYERGATE_FIXTURES;
+  for (const char* d : {"csrc", "vllm"}) fs::copy(fx / "quick-allreduce" / d, dir / d, fs::copy_options::recursive);
+  for (const char* f : {"custom_all_reduce.py", "custom_all_reduce.cuh"}) {
+    fs::copy_file(fx / "seed-force-pcie" / f, dir / "x" / f);
+    fs::create_directories(dir / "y");
+    fs::copy_file(fx / "sglang-upstream" / f, dir / "y" / f);
+  }
+  CliRun all = lgtest::runCli("check . --color never", dir);
+  EXPECT_EQ(all.status, 1) << all.err;
+  auto cuda = all.out.find("layergate: platform cuda (2 gates)\n"), rocm = all.out.find("layergate: platform rocm (1 gate)\n");
+  ASSERT_NE(cuda, std::string::npos) << all.out;
+  ASSERT_NE(rocm, std::string::npos) << all.out;
+  EXPECT_LT(cuda, rocm) << all.out;
+  EXPECT_NE(all.out.find("x/custom_all_reduce.py:97:9: error: world sizes 4, 6, 8 without NVLink"), std::string::npos) << all.out;
+  EXPECT_NE(all.out.find("layergate: checking y/custom_all_reduce.py + y/custom_all_reduce.cuh (target custom-allreduce): "
+                         "no gaps: 5 configurations admitted, each reaches a kernel\n"),
+            std::string::npos) << all.out;
+  EXPECT_NE(all.out.find("(target quick-allreduce): no gaps: "), std::string::npos) << all.out;
+  EXPECT_NE(all.out.find("\nin all, 3 gates: 1 error (3 configurations), 0 warnings\n"), std::string::npos) << all.out;
+
+  CliRun rocm_only = lgtest::runCli("check . --platform rocm --color never", dir);
+  EXPECT_EQ(rocm_only.status, 0) << rocm_only.out << rocm_only.err;
+  EXPECT_EQ(rocm_only.out.find("custom_all_reduce"), std::string::npos) << rocm_only.out;
+  EXPECT_NE(rocm_only.out.find("in all, 1 gate: 0 errors, 0 warnings; 2 cuda gates left out (--platform)\n"),
+            std::string::npos) << rocm_only.out;
+  CliRun cuda_only = lgtest::runCli("check . --platform cuda --output-format concise", dir);
+  EXPECT_EQ(cuda_only.status, 1) << cuda_only.err;
+  EXPECT_EQ(cuda_only.out.find("quick_all_reduce"), std::string::npos) << cuda_only.out;
+  EXPECT_EQ(lines(cuda_only.out), 2) << cuda_only.out;
+  EXPECT_NE(cuda_only.out.find("\nFound 1 error, 0 warnings. 1 rocm gate left out (--platform).\n"), std::string::npos)
+      << cuda_only.out;
+
+  // A platform no target declares, a directory without that platform's gates,
+  // files of another platform: one line, exit 2.
+  for (const char* args : {"check . --platform musa", "check x --platform rocm",
+                           "check x/custom_all_reduce.py x/custom_all_reduce.cuh --platform rocm"}) {
+    CliRun bad = lgtest::runCli(args, dir);
+    EXPECT_EQ(bad.status, 2) << args << bad.out;
+    EXPECT_EQ(lines(bad.err), 1) << args << bad.err;
+  }
+  EXPECT_NE(lgtest::runCli("check . --platform musa", dir).err.find("unknown platform 'musa' (--platform: all, cuda, rocm)"),
+            std::string::npos);
   fs::remove_all(dir);
 }

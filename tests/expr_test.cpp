@@ -66,6 +66,32 @@ TEST(Target, LoadsTheBundledTarget) {
   EXPECT_FALSE(t.python.platform_flags.at("_is_hip"));
 }
 
+// The platform a target declares is data (`check --platform`, the report's
+// grouping): "cuda" when absent, taken through "extends", a lower-case word.
+TEST(Target, DeclaresItsPlatform) {
+  auto targets = target::loadTargets(target::defaultRulesDir());
+  auto of = [&](const std::string& name) {
+    for (const auto& t : targets)
+      if (t.name == name) return t.platform;
+    return std::string("?");
+  };
+  EXPECT_EQ(of("custom-allreduce"), "cuda");
+  EXPECT_EQ(of("vllm-csrc"), "cuda");  // extends custom-allreduce
+  EXPECT_EQ(of("quick-allreduce"), "rocm");
+  const std::string base = R"({"name":"t","python":{"classes":["G"]},"cpp":{"dispatch_functions":["f"]})";
+  EXPECT_EQ(target::parseTarget(base + "}", "x.json").platform, "cuda");
+  EXPECT_EQ(target::parseTarget(base + R"(,"platform":"musa"})", "x.json").platform, "musa");
+  for (const char* bad : {R"("ROCm")", R"("")", R"("all")", R"("cuda rocm")", "3"}) {
+    try {
+      target::parseTarget(base + R"(,"platform":)" + bad + "}", "x.json");
+      ADD_FAILURE() << bad;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("x.json"), std::string::npos) << e.what();
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(Target, RejectsBadDescriptionsWithAOneLineReason) {
   EXPECT_THROW(target::parseTarget("{", "x.json"), InputError);
   EXPECT_THROW(target::parseTarget("[]", "x.json"), InputError);

@@ -92,6 +92,103 @@ TEST(FixDiff, FarApartChangesAreTwoHunks) {
   EXPECT_NE(d.find("@@ -22,6 +23,7 @@\n"), std::string::npos) << d;
 }
 
+namespace {
+
+model::Finding cellFinding(const std::string& rule, std::int64_t ws, bool nvlink) {
+  model::Finding f;
+  f.rule = rule;
+  f.config.world_size = ws;
+  f.config.full_nvlink = nvlink;
+  f.config.env.push_back({"FORCE", std::string("1")});
+  return f;
+}
+
+model::Gate guardedGate() {
+  model::Gate g;
+  g.guard_site.found = true;
+  g.guard_site.method = "should_custom_ar";
+  g.guard_site.file = "g.py";
+  g.guard_site.line = 10;
+  g.guard_site.indent = "        ";
+  g.guard_site.body_indent = "            ";
+  g.guard_site.reject = "return False";
+  g.guard_site.world_size = "self.world_size";
+  g.guard_site.full_nvlink = "self.full_nvlink";
+  return g;
+}
+
+}  // namespace
+
+// The safe fix names what it turns off and the setting it overrides.
+TEST(FixGuard, DescriptionSaysWhatItTurnsOffAndOverrides) {
+  std::vector<model::Finding> fs_{cellFinding("LG001", 4, false), cellFinding("LG001", 6, false),
+                                  cellFinding("LG001", 8, false)};
+  std::vector<const model::Finding*> ps;
+  for (const auto& f : fs_) ps.push_back(&f);
+  auto fx = fix::guardFix(guardedGate(), ps);
+  ASSERT_TRUE(fx);
+  EXPECT_EQ(fx->description,
+            "`return False` in should_custom_ar when self.world_size in (4, 6, 8) and not self.full_nvlink: turns off "
+            "the custom all-reduce for world sizes 4, 6, 8 without NVLink even when FORCE=1");
+}
+
+// --fix --unsafe-fixes: a cell with a C++ branch gets the branch and no guard;
+// the guard is rebuilt over the cells left (an LG002 here). Without
+// --unsafe-fixes, the guard over every cell and no branch.
+TEST(FixPlan, UnsafeFixesNeverApplyBothFixesForTheSameCells) {
+  std::vector<model::Finding> fs_{cellFinding("LG002", 3, true), cellFinding("LG001", 4, false),
+                                  cellFinding("LG001", 6, false)};
+  model::Fix branch;
+  branch.safety = model::FixSafety::Unsafe;
+  branch.description = "else";
+  model::Edit e;
+  e.file = "d.cuh";
+  e.start = e.end = {20, 6};
+  e.replacement = " else { launch(); }";
+  branch.edits.push_back(e);
+  fs_[1].fixes.push_back(branch);
+  fs_[2].fixes.push_back(branch);
+  model::Gate gate = guardedGate();
+  // the safe fix of every cell first, as suggestFixes leaves them
+  std::vector<const model::Finding*> all;
+  for (const auto& f : fs_) all.push_back(&f);
+  auto guard = fix::guardFix(gate, all);
+  ASSERT_TRUE(guard);
+  for (auto& f : fs_) f.fixes.insert(f.fixes.begin(), *guard);
+
+  fix::FixPlan safe = fix::planFixes(gate, fs_, false);
+  ASSERT_EQ(safe.applied.size(), 1u);
+  EXPECT_EQ(safe.applied[0].safety, model::FixSafety::Safe);
+  EXPECT_EQ(safe.edits.count("d.cuh"), 0u);
+  EXPECT_EQ(safe.guarded.size(), 3u);
+  EXPECT_NE(safe.edits.at("g.py")[0].replacement.find("if (self.world_size in (4, 6) and not self.full_nvlink) or "
+                                                      "(self.world_size == 3 and self.full_nvlink):\n"),
+            std::string::npos)
+      << safe.edits.at("g.py")[0].replacement;
+
+  fix::FixPlan unsafe = fix::planFixes(gate, fs_, true);
+  ASSERT_EQ(unsafe.applied.size(), 2u);
+  ASSERT_EQ(unsafe.branched.size(), 2u);
+  ASSERT_EQ(unsafe.guarded.size(), 1u);
+  EXPECT_EQ(unsafe.guarded[0], &fs_[0]);
+  for (const auto* b : unsafe.branched) EXPECT_NE(b, &fs_[0]);
+  EXPECT_EQ(unsafe.edits.at("d.cuh").size(), 1u);
+  const std::string& py = unsafe.edits.at("g.py")[0].replacement;
+  EXPECT_EQ(py, "        if self.world_size == 3 and self.full_nvlink:\n            return False  # layergate LG002: the C++ "
+                "dispatch throws for these\n");
+  for (const auto& x : unsafe.applied) {
+    if (x.safety == model::FixSafety::Safe) {
+      EXPECT_EQ(x.description.find("world sizes 4"), std::string::npos) << x.description;
+    }
+  }
+
+  // Every finding a branch serves: no guard at all.
+  std::vector<model::Finding> only{fs_[1], fs_[2]};
+  fix::FixPlan b = fix::planFixes(gate, only, true);
+  EXPECT_EQ(b.edits.count("g.py"), 0u);
+  EXPECT_EQ(b.applied.size(), 1u);
+}
+
 // Every fixture whose findings carry a safe fix: the fix applied to a copy,
 // the copy analysed again has no LG001/LG002 left, and the fix touches only
 // the Python gate.

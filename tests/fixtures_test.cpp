@@ -1,9 +1,10 @@
 // Golden tests over fixtures/: every folder with an expect.json is analysed
 // end to end (both frontends, solver, checks, report). The hand-written
 // expect.json states the verdict (which cells have which gap, the env that
-// opens it, the gap's sizes); golden.txt holds the full text report, so that
-// any change of wording, location or matrix shows up in review.
-// LAYERGATE_UPDATE_GOLDEN=1 rewrites golden.txt from the current output.
+// opens it, the gap's sizes); golden.txt holds the default text report and
+// golden-verbose.txt the --verbose one, so that any change of wording,
+// location or matrix shows up in review.
+// LAYERGATE_UPDATE_GOLDEN=1 rewrites both from the current output.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -188,16 +189,21 @@ TEST_P(Fixture, VerdictMatchesExpectAndGolden) {
   int errors = report::countAtLeast(r, model::Severity::Error);
   EXPECT_EQ(errors > 0 ? 1 : 0, expect.value("exit", 0));
 
-  // The whole text report, byte for byte.
-  report::TextOptions o;
-  std::string text = report::renderText(r, o);
-  fs::path golden = fs::path(LAYERGATE_FIXTURES) / name / "golden.txt";
+  // The text report byte for byte: golden.txt what a user reads by default
+  // (grouped diagnostics, fixes, one counterexample each), golden-verbose.txt
+  // with everything --verbose adds (flag trace, notes, matrix).
+  report::TextOptions verbose;
+  verbose.matrix = verbose.trace = verbose.notes = true;
   const char* update = std::getenv("LAYERGATE_UPDATE_GOLDEN");
-  if (update && *update == '1') {
-    std::ofstream(golden, std::ios::binary) << text;
-  } else {
-    ASSERT_TRUE(fs::exists(golden)) << "no golden.txt; run with LAYERGATE_UPDATE_GOLDEN=1 and review it";
-    EXPECT_EQ(text, slurp(golden));
+  for (const auto& [file, o] : {std::pair<std::string, report::TextOptions>{"golden.txt", {}}, {"golden-verbose.txt", verbose}}) {
+    std::string text = report::renderText(r, o);
+    fs::path golden = fs::path(LAYERGATE_FIXTURES) / name / file;
+    if (update && *update == '1') {
+      std::ofstream(golden, std::ios::binary) << text;
+    } else {
+      ASSERT_TRUE(fs::exists(golden)) << "no " << file << "; run with LAYERGATE_UPDATE_GOLDEN=1 and review it";
+      EXPECT_EQ(text, slurp(golden)) << file;
+    }
   }
 }
 

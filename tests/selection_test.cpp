@@ -55,7 +55,11 @@ TEST(Selection, SglangDispatchReturnsV2OnNvlinkByDefaultElseTheLegacyClass) {
   for (const auto& n : r.selection->notes) declared |= n.find("(EnvBool, default True)") != std::string::npos;
   EXPECT_TRUE(declared);
   // Every format says it.
-  std::string text = report::renderText(r);
+  // with the matrix (--matrix), not by default
+  EXPECT_EQ(report::renderText(r).find("Selection layer"), std::string::npos);
+  report::TextOptions with_matrix;
+  with_matrix.matrix = true;
+  std::string text = report::renderText(r, with_matrix);
   EXPECT_NE(text.find("Selection layer: the implementation dispatch_custom_allreduce"), std::string::npos) << text;
   auto j = nlohmann::json::parse(report::renderJson(r));
   EXPECT_EQ(j["selection"]["function"], "dispatch_custom_allreduce");
@@ -71,7 +75,9 @@ TEST(Selection, SglangDispatchReturnsV2OnNvlinkByDefaultElseTheLegacyClass) {
 TEST(Selection, NoSelectionFunctionNoSection) {
   auto r = analyseFixture("sglang-helper-module");
   EXPECT_FALSE(r.selection.has_value());
-  EXPECT_EQ(report::renderText(r).find("Selection layer"), std::string::npos);
+  report::TextOptions with_matrix;
+  with_matrix.matrix = true;
+  EXPECT_EQ(report::renderText(r, with_matrix).find("Selection layer"), std::string::npos);
   EXPECT_TRUE(nlohmann::json::parse(report::renderJson(r))["selection"].is_null());
   report::HtmlOptions ho;
   ho.file_base = ho.page_dir = "/";
@@ -266,6 +272,8 @@ TEST(SelectionChain, ScanSaysPerCellWhichArmRunsAndWhatIsNotAnalysed) {
   EXPECT_EQ(row(4, true).runs[0], "ca_comm (unless pynccl_comm, qr_comm, fast_comm takes it)");
   EXPECT_EQ(row(4, true).arms[1], "?");
   report::TextOptions o;
+  EXPECT_EQ(driver::renderScanText(s, o).find("Selection layer"), std::string::npos);  // --matrix shows it
+  o.matrix = true;
   const std::string text = driver::renderScanText(s, o);
   EXPECT_NE(text.find("Selection layer (CudaCommunicator.all_reduce at vllm/distributed/device_communicators/cuda_communicator.py:16)"),
             std::string::npos) << text;

@@ -96,6 +96,7 @@ model::Finding gapFinding(const RuleInfo& rule, const solve::Gap& gap, const Che
   f.config = gap.counterexample;
   if (ctx.flag) f.trace = ctx.flag->hops;
   f.sizes = model::ByteRange{gap.sizes.lo, gap.sizes.unbounded() ? -1 : gap.sizes.hi};
+  f.cell = cellText(gap.cell);
 
   std::string when = gap.counterexample.env.empty() ? "" : " when " + solve::describeEnv(gap.counterexample.env);
   std::string what = gap.kind == solve::GapKind::NoKernel
@@ -133,7 +134,7 @@ model::Finding gapFinding(const RuleInfo& rule, const solve::Gap& gap, const Che
                                                                : ctx.gate.class_loc;
   f.locations.push_back(with(primary, "gate", gap.admit ? "admits: " + gap.admit->text : "gate enabled here"));
   for (const auto* r : gap.opened)
-    f.locations.push_back(with(r->where, "gate", "check opened by " + solve::describeEnv(gap.counterexample.env) +
+    f.locations.push_back(with(r->where, "opened", "check opened by " + solve::describeEnv(gap.counterexample.env) +
                                                      ": " + r->text));
   if (gap.leaf) {
     std::string why = gap.kind == solve::GapKind::NoKernel ? "no kernel on this path: " + gap.leaf->text

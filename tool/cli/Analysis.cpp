@@ -151,6 +151,7 @@ report::Result analyse(const Request& req) {
 
   report::Result r;
   r.target = tgt.name;
+  r.platform = tgt.platform;
   r.python_files = req.python_files;
   r.cpp_files = req.cpp_files;
 
@@ -246,7 +247,9 @@ void finishFindings(const Request& req, report::Result& r) {
   report::applySuppressions(r.findings, files, enabled);
   if (req.settings) req.settings->apply(r.findings);  // LG010/LG011 follow the policy too
   report::assignFingerprints(r.findings, files);
-  fix::suggestFixes(r.gate, r.dispatch, r.findings, r.gate.notes);
+  r.fix_notes.clear();
+  fix::suggestFixes(r.gate, r.dispatch, r.findings, r.fix_notes);
+  r.gate.notes.insert(r.gate.notes.end(), r.fix_notes.begin(), r.fix_notes.end());
 }
 
 }  // namespace layergate::driver

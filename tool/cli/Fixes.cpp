@@ -3,12 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <map>
 
 #include "cli/Analysis.h"
 #include "fix/Apply.h"
+#include "fix/Fix.h"
 #include "model/Errors.h"
 
 namespace layergate::driver {
@@ -16,25 +18,63 @@ namespace layergate::driver {
 namespace fs = std::filesystem;
 
 std::string FixOutcome::summary() const {
-  return fmt::format("fixed {} finding{} in {} file{}", fixed, fixed == 1 ? "" : "s", files.size(),
+  return fmt::format("fixed {} configuration{} in {} file{}", fixed, fixed == 1 ? "" : "s", files.size(),
                      files.size() == 1 ? "" : "s");
 }
+
+namespace {
+
+std::string joined(const std::string& base, const std::string& file) {
+  return base.empty() || base == "." ? file : (fs::path(base) / file).lexically_normal().string();
+}
+
+// A path for a shell command line: quoted when it holds more than the
+// characters paths usually hold.
+std::string shellWord(const std::string& s) {
+  bool plain = !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '/' || c == '.' || c == '_' || c == '-' || c == '+';
+  });
+  if (plain) return s;
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// The command that runs the dispatch with the C++ branch on this machine's
+// GPUs, every cell the gate admits (`layergate selftest --header`).
+std::string selftestCommand(const std::string& base, const report::Result& r, const std::string& header) {
+  std::string gate = r.gate.class_loc.valid() ? r.gate.class_loc.file : r.python_files.empty() ? "" : r.python_files[0];
+  std::string cmd = "layergate selftest --header " + shellWord(joined(base, header));
+  if (!gate.empty()) cmd += " --python " + shellWord(joined(base, gate));
+  if (!r.target.empty()) cmd += " --target " + shellWord(r.target);
+  return cmd;
+}
+
+}  // namespace
 
 FixOutcome runFixes(const std::vector<std::pair<std::string, report::Result*>>& results, bool unsafe, bool write) {
   FixOutcome o;
   std::map<std::string, std::vector<model::Edit>> edits;  // by path as given (base joined)
   for (const auto& [base, r] : results) {
-    std::vector<const model::Finding*> fs_;
-    for (const auto& f : r->findings) fs_.push_back(&f);
-    int n = 0;
-    for (auto& [file, es] : fix::collectEdits(fs_, unsafe, &n)) {
-      std::string path = base.empty() || base == "." ? file : (fs::path(base) / file).lexically_normal().string();
+    fix::FixPlan plan = fix::planFixes(r->gate, r->findings, unsafe);
+    o.fixed += static_cast<int>(plan.guarded.size() + plan.branched.size());
+    for (const auto& x : plan.applied) {
+      std::string at = x.edits.empty() ? std::string()
+                                       : fmt::format("{}:{}:{}", joined(base, x.edits[0].file), x.edits[0].start.line,
+                                                     x.edits[0].start.col);
+      o.applied.push_back(fmt::format("{} fix at {}: {}", model::fixSafetyName(x.safety), at, x.description));
+      if (x.safety == model::FixSafety::Unsafe && !x.edits.empty()) {
+        std::string cmd = selftestCommand(base, *r, x.edits[0].file);
+        if (std::find(o.selftests.begin(), o.selftests.end(), cmd) == o.selftests.end()) o.selftests.push_back(cmd);
+      }
+    }
+    for (const auto& [file, es] : plan.edits) {
+      std::string path = joined(base, file);
       for (auto e : es) {
         e.file = path;
         edits[path].push_back(e);
       }
     }
-    o.fixed += n;
   }
   for (const auto& [path, es] : edits) {
     std::string before = readSource(path, std::size_t(1) << 30);
@@ -48,14 +88,6 @@ FixOutcome runFixes(const std::vector<std::pair<std::string, report::Result*>>& 
     out.close();
     if (!out) throw InputError(path + ": cannot write the fixed file");
   }
-  if (write)
-    for (const auto& [base, r] : results) {
-      auto& v = r->findings;
-      v.erase(std::remove_if(v.begin(), v.end(), [&](const model::Finding& f) {
-                return !f.suppressed && fix::takesFix(f, unsafe);
-              }),
-              v.end());
-    }
   return o;
 }
 

@@ -1,10 +1,12 @@
-// `check --diff` and `check --fix`: the findings' fix edits shown as unified
-// diffs or written to the files (tool/fix does the edits and diffs).
+// `check --diff` and `check --fix`: the findings' fixes shown as unified
+// diffs or written to the files (tool/fix plans and applies the edits).
 //
 // Takes: the results with the directory their paths are relative to ("" for
-// the working directory), whether unsafe fixes count. Returns: the diffs, and
-// for --fix what was written; --fix also drops the fixed findings from the
-// results, so that the report and the exit status are what is left.
+// the working directory), whether unsafe fixes are taken (then the C++ branch
+// *instead of* the Python guard for the configurations it serves, never both:
+// fix::planFixes). Returns: the diffs, what was applied (one line per fix),
+// and for each C++ branch the `layergate selftest` command that proves it.
+// The caller analyses the fixed files again for the verdict after the fix.
 // Throws InputError when a file cannot be read or written.
 #pragma once
 
@@ -17,10 +19,12 @@
 namespace layergate::driver {
 
 struct FixOutcome {
-  std::string diff;                // unified diffs, file by file
-  int fixed = 0;                   // findings whose fix was taken
-  std::vector<std::string> files;  // the files changed
-  std::string summary() const;     // "fixed 3 findings in 1 file"
+  std::string diff;                   // unified diffs, file by file
+  int fixed = 0;                      // configurations (findings) a fix was taken for
+  std::vector<std::string> files;     // the files changed
+  std::vector<std::string> applied;   // "safe fix at FILE:LINE:COL: description", one per fix taken
+  std::vector<std::string> selftests; // `layergate selftest --header ... --python ...`, one per C++ branch
+  std::string summary() const;        // "fixed 3 configurations in 1 file"
 };
 
 FixOutcome runFixes(const std::vector<std::pair<std::string, report::Result*>>& results, bool unsafe, bool write);

@@ -65,7 +65,7 @@ void sortFindings(std::vector<model::Finding>& fs_) {
 // route whose C++ is not in the tree, or does not define the target's
 // dispatch, is said to be not analysed.
 void analyseRoutes(const discover::Unit& u, const Request& base, const std::vector<model::Route>& routes,
-                   ScanResult& out) {
+                   const std::string& platform, ScanResult& out) {
   for (const auto& rt : routes) {
     discover::Unit ru = u;
     ru.matched_by = "route: " + rt.receiver + " is " + rt.module;
@@ -75,7 +75,7 @@ void analyseRoutes(const discover::Unit& u, const Request& base, const std::vect
       out.unanalysed.push_back({ru, "its C++ is not in the tree" +
                                         (rt.sources_missing.empty() ? std::string(" (no sources named)")
                                                                     : " (" + rt.sources_missing.front() + " is missing)"),
-                                false});
+                                false, platform});
       continue;
     }
     std::vector<std::string> cpp;
@@ -105,7 +105,7 @@ void analyseRoutes(const discover::Unit& u, const Request& base, const std::vect
       out.results.push_back(std::move(res));
     } catch (const InputError& e) {
       out.notes.push_back(fmt::format("{} ({}) not analysed: {}", filesText(ru), ru.matched_by, e.what()));
-      out.unanalysed.push_back({ru, e.what(), false});
+      out.unanalysed.push_back({ru, e.what(), false, platform});
     }
   }
 }
@@ -150,8 +150,13 @@ ScanResult scan(const ScanRequest& req) {
   InDirectory in(req.root);
   for (const auto& u : found.units) {
     auto t = std::find_if(targets.begin(), targets.end(), [&](const target::Target& x) { return x.name == u.target; });
+    std::string platform = t != targets.end() ? t->platform : "";
+    if (req.platform != "all" && platform != req.platform) {
+      ++out.skipped[platform];
+      continue;
+    }
     if (t != targets.end() && !t->unmodelled.empty()) {
-      out.unanalysed.push_back({u, t->unmodelled, true});
+      out.unanalysed.push_back({u, t->unmodelled, true, platform});
       if (first_error.empty())
         first_error = filesText(u) + " (target " + u.target + ") is present but not analysed: " + t->unmodelled;
       continue;
@@ -166,12 +171,17 @@ ScanResult scan(const ScanRequest& req) {
       auto routes = res.gate.routes;
       out.units.push_back(u);
       out.results.push_back(std::move(res));
-      analyseRoutes(u, r, routes, out);
+      analyseRoutes(u, r, routes, platform, out);
     } catch (const InputError& e) {
       if (first_error.empty()) first_error = e.what();
       out.notes.push_back(fmt::format("{} (target {}) not analysed: {}", filesText(u), u.target, e.what()));
-      out.unanalysed.push_back({u, e.what(), false});
+      out.unanalysed.push_back({u, e.what(), false, platform});
     }
+  }
+  if (out.results.empty() && first_error.empty() && !out.skipped.empty()) {
+    std::string others;
+    for (const auto& [p, n] : out.skipped) others += fmt::format("{}{} {} gate{}", others.empty() ? "" : ", ", n, p, n == 1 ? "" : "s");
+    throw InputError(fmt::format("{}: no {} gate found (--platform {}), only {}", req.root, req.platform, req.platform, others));
   }
   if (out.results.empty()) throw InputError(first_error);
   try {
@@ -190,32 +200,110 @@ int countAtLeast(const ScanResult& s, model::Severity severity) {
   return n;
 }
 
-std::string renderScanText(const ScanResult& s, const report::TextOptions& o) {
+namespace {
+
+std::string checkingText(const discover::Unit& u) {
+  return fmt::format("layergate: checking {} (target {}{})", filesText(u), u.target,
+                     u.matched_by.empty() ? "" : ", " + u.matched_by);
+}
+
+std::string skippedText(const ScanResult& s) {
   std::string out;
-  for (size_t i = 0; i < s.results.size(); ++i) {
-    if (i) out += "\n";
-    out += fmt::format("layergate: checking {} (target {}{})\n", filesText(s.units[i]), s.units[i].target,
-                       s.units[i].matched_by.empty() ? "" : ", " + s.units[i].matched_by);
-    out += report::renderText(s.results[i], o);
+  for (const auto& [p, n] : s.skipped) out += fmt::format("{}{} {} gate{}", out.empty() ? "" : ", ", n, p, n == 1 ? "" : "s");
+  return out.empty() ? out : out + " left out (--platform)";
+}
+
+}  // namespace
+
+std::string renderScanText(const ScanResult& s, const report::TextOptions& o) {
+  std::vector<std::string> platforms;
+  auto seen = [&](const std::string& p) {
+    if (std::find(platforms.begin(), platforms.end(), p) == platforms.end()) platforms.push_back(p);
+  };
+  for (const auto& r : s.results) seen(r.platform);
+  for (const auto& x : s.unanalysed) seen(x.platform);
+  // The platforms with something to report first, then by name.
+  auto quiet = [&](const std::string& p) {
+    for (const auto& r : s.results)
+      if (r.platform == p && report::cleanText(r).empty()) return false;
+    for (const auto& x : s.unanalysed)
+      if (x.platform == p) return false;
+    return true;
+  };
+  std::stable_sort(platforms.begin(), platforms.end(), [&](const std::string& a, const std::string& b) {
+    return std::make_pair(quiet(a), a) < std::make_pair(quiet(b), b);
+  });
+  const bool several = platforms.size() > 1;
+  const bool details = o.matrix || o.trace || o.notes;
+  std::string out;
+  for (const auto& p : platforms) {
+    if (several) {
+      int n = 0;
+      for (const auto& r : s.results) n += r.platform == p;
+      for (const auto& x : s.unanalysed) n += x.platform == p && x.unmodelled;
+      out += fmt::format("{}layergate: platform {} ({} gate{})\n", out.empty() ? "" : "\n", p, n, n == 1 ? "" : "s");
+    }
+    for (size_t i = 0; i < s.results.size(); ++i) {
+      const auto& r = s.results[i];
+      if (r.platform != p) continue;
+      std::string clean = report::cleanText(r);
+      // Nothing to report: one line, when several analyses share the output
+      // and no detail was asked for.
+      if (!clean.empty() && !details && (s.results.size() > 1 || !s.unanalysed.empty())) {
+        out += checkingText(s.units[i]) + ": " + clean + "\n";
+        continue;
+      }
+      out += checkingText(s.units[i]) + "\n";
+      out += report::renderText(r, o);
+    }
+    for (const auto& x : s.unanalysed) {
+      if (x.platform != p) continue;
+      if (x.unmodelled)
+        out += fmt::format("layergate: warning: {} (target {}) is present and NOT analysed: {}\n", filesText(x.unit),
+                           x.unit.target, x.reason);
+      else if (!o.notes)  // (with --verbose, the notes below say it)
+        out += fmt::format("layergate: note: {} (target {}{}) not analysed: {}\n", filesText(x.unit), x.unit.target,
+                           x.unit.matched_by.empty() ? "" : ", " + x.unit.matched_by, x.reason);
+    }
   }
   if (o.matrix)
     for (const auto& c : s.chains) out += renderChainText(c);
-  for (const auto& n : s.notes) out += fmt::format("layergate: note: {}\n", n);
-  for (const auto& x : s.unanalysed)
-    if (x.unmodelled)  // (a stopped analysis has its note above)
-      out += fmt::format("layergate: warning: {} (target {}) is present and NOT analysed: {}\n", filesText(x.unit),
-                         x.unit.target, x.reason);
-  if (s.results.size() > 1 || !s.unanalysed.empty()) {
-    int errors = countAtLeast(s, model::Severity::Error);
-    int warnings = countAtLeast(s, model::Severity::Warning) - errors;
+  if (o.notes)
+    for (const auto& n : s.notes) out += fmt::format("layergate: note: {}\n", n);
+  if (s.results.size() > 1 || !s.unanalysed.empty() || !s.skipped.empty()) {
+    report::GroupCounts c;
     int suppressed = 0, baselined = 0;
-    for (const auto& r : s.results) suppressed += report::countSuppressed(r), baselined += r.baselined;
-    out += fmt::format("\nin all, {} gate{}: {} error{}, {} warning{}{}{}\n", s.results.size(),
-                       s.results.size() == 1 ? "" : "s", errors, errors == 1 ? "" : "s", warnings,
-                       warnings == 1 ? "" : "s", report::suppressedText(suppressed, baselined),
-                       s.unanalysed.empty() ? "" : fmt::format("; {} not analysed", s.unanalysed.size()));
+    for (const auto& r : s.results) {
+      auto g = report::countGroups(r);
+      c.errors += g.errors, c.warnings += g.warnings, c.error_cells += g.error_cells, c.warning_cells += g.warning_cells;
+      suppressed += report::countSuppressed(r), baselined += r.baselined;
+    }
+    std::string tail;
+    if (!s.unanalysed.empty()) tail += fmt::format("; {} not analysed", s.unanalysed.size());
+    if (!s.skipped.empty()) tail += "; " + skippedText(s);
+    out += fmt::format("\nin all, {} gate{}: {}{}{}\n", s.results.size(), s.results.size() == 1 ? "" : "s",
+                       report::summaryText(c), report::suppressedText(suppressed, baselined), tail);
   }
   return out;
+}
+
+std::string renderScanConcise(const ScanResult& s) {
+  std::string out;
+  int errors = 0, warnings = 0;
+  for (const auto& r : s.results) {
+    out += report::renderConcise(r);
+    auto c = report::countGroups(r);
+    errors += c.errors, warnings += c.warnings;
+  }
+  std::string count = report::conciseCount(errors, warnings);
+  if (!s.unanalysed.empty() || !s.skipped.empty()) {
+    count.pop_back();  // the newline
+    if (!s.unanalysed.empty())
+      count += fmt::format(" {} gate{} not analysed.", s.unanalysed.size(), s.unanalysed.size() == 1 ? "" : "s");
+    if (!s.skipped.empty()) count += " " + skippedText(s) + ".";
+    count += "\n";
+  }
+  return out + count;
 }
 
 std::string renderScanJson(const ScanResult& s) {

@@ -7,6 +7,7 @@
 // (exit status 2, never "no findings") or when every unit fails.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,9 @@ struct ScanRequest {
   std::string root;
   Request base;  // options for each analysis; its file lists are ignored
   discover::Options discover;
+  // --platform: analyse only the units whose target declares this platform
+  // ("all": every unit). The others are counted in ScanResult::skipped.
+  std::string platform = "all";
 };
 
 struct ScanResult {
@@ -32,8 +36,10 @@ struct ScanResult {
     discover::Unit unit;
     std::string reason;
     bool unmodelled = false;  // true: no model yet; false: the analysis stopped
+    std::string platform;     // its target's
   };
   std::vector<Unanalysed> unanalysed;
+  std::map<std::string, int> skipped;  // platform -> units found and left out by --platform
   // The selection layer in vLLM's shape, when the checkout has one (cli/Chain.h).
   std::vector<ChainVerdict> chains;
 };
@@ -46,7 +52,11 @@ ScanResult scan(const ScanRequest& request);
 // (ScanPaths.cpp). Before rendering; fingerprints are left as they are.
 void showFromWorkingDirectory(ScanResult& s, const std::string& root);
 
+// Per platform (when there are several) each analysis: its diagnostics in
+// full, or one line when it has nothing to report and no detail was asked for.
 std::string renderScanText(const ScanResult& s, const report::TextOptions& o);
+// One line per finding group of every analysis, then the count.
+std::string renderScanConcise(const ScanResult& s);
 // {"tool", "analyses": [the single-check JSON of each unit], "notes", "summary"}
 std::string renderScanJson(const ScanResult& s);
 // One run holding every unit's results (code scanning wants one run per tool);

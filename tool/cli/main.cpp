@@ -44,7 +44,8 @@ struct CheckArgs {
   std::string fail_on = "error";
   std::string color = "auto";
   std::string output;  // --output FILE; empty: stdout
-  bool no_matrix = false;
+  bool matrix = false, trace = false, verbose = false;  // text: --matrix, --trace, --verbose (both and the notes)
+  std::string platform = "all";                         // --platform
   config::Overrides overrides;  // flags given on the command line
   bool show_settings = false;
   std::string baseline, write_baseline;
@@ -52,33 +53,57 @@ struct CheckArgs {
   std::string command;  // the command line, for the HTML page
 };
 
-// --diff: the fixes as unified diffs instead of the report. --fix: write them;
-// the report that follows shows what is left. Returns true when the diff was
-// the output (the caller only sets the exit status).
+// --diff: the fixes as unified diffs instead of the report (what an unsafe
+// C++ branch needs before use on stderr). --fix: write them, say what was
+// written, and return true: the caller analyses the files again and reports
+// that. Sets *diffed when the diff was the output.
 bool fixes(const CheckArgs& a, const std::vector<std::pair<std::string, report::Result*>>& results,
-           driver::ReportOut& out, std::string& summary) {
+           driver::ReportOut& out, bool* diffed) {
+  *diffed = false;
   if (!a.diff && !a.fix) return false;
   driver::FixOutcome o = driver::runFixes(results, a.unsafe_fixes, a.fix && !a.diff);
   if (a.diff) {
     out.stream() << o.diff;
-    return true;
+    for (const auto& c : o.selftests)
+      std::cerr << "layergate: the C++ branch is unsafe until this passes on a machine of those configurations: " << c << "\n";
+    *diffed = true;
+    return false;
   }
-  summary = o.summary();
-  return false;
+  // What was applied: with the text report on stdout, before it; else on stderr.
+  std::ostream& say = a.format == "text" && a.output.empty() ? out.stream() : std::cerr;
+  if (o.files.empty()) {
+    say << "layergate: nothing to fix\n";
+    return false;
+  }
+  say << "layergate: " << o.summary() << "\n";
+  for (const auto& line : o.applied) say << "  " << line << "\n";
+  for (const auto& c : o.selftests) say << "  prove the C++ branch on your GPUs (a machine of those configurations): " << c << "\n";
+  say << "layergate: after the fixes:\n";
+  return true;
 }
 
-void printSummary(const CheckArgs& a, const std::string& summary, driver::ReportOut& out) {
-  if (summary.empty()) return;
-  if (a.format == "text" && a.output.empty()) out.stream() << summary << "\n";
-  else std::cerr << "layergate: " << summary << "\n";
+report::TextOptions textOptions(const CheckArgs& a) {
+  report::TextOptions o;
+  o.color = a.color == "always" || (a.color == "auto" && isatty(STDOUT_FILENO));
+  o.matrix = a.matrix || a.verbose;
+  o.trace = a.trace || a.verbose;
+  o.notes = a.verbose;
+  return o;
+}
+
+int exitStatus(const CheckArgs& a, int errors, int warnings) {
+  if (!a.write_baseline.empty())
+    std::cerr << "layergate: wrote baseline " << a.write_baseline << " (exit status 0: its findings are accepted)\n";
+  if (a.fail_on == "never" || !a.write_baseline.empty()) return kExitClean;
+  return (a.fail_on == "warning" ? errors + warnings : errors) > 0 ? kExitFindings : kExitClean;
 }
 
 // --write-baseline, then --baseline: what is left is what the report shows.
+// After --fix the files are analysed again and the baseline written again,
+// from the fixed files; the caller says once that it was written.
 void baselines(const CheckArgs& a, const std::vector<report::Result*>& results) {
-  if (!a.write_baseline.empty()) {
+  if (!a.write_baseline.empty())
     report::writeBaseline(a.write_baseline, std::vector<const report::Result*>(results.begin(), results.end()));
-    std::cerr << "layergate: wrote baseline " << a.write_baseline << " (exit status 0: its findings are accepted)\n";
-  }
   if (a.baseline.empty()) return;
   report::Baseline b = report::readBaseline(a.baseline);
   for (auto* r : results) report::applyBaseline(*r, b);
@@ -96,40 +121,53 @@ void configure(CheckArgs& a) {
   a.req.settings = s;
 }
 
+// --platform: "all" or a platform some target declares.
+void checkPlatform(const CheckArgs& a) {
+  if (a.platform == "all") return;
+  auto targets = target::loadTargets(a.req.rules_dir.empty() ? target::defaultRulesDir() : a.req.rules_dir);
+  std::string known;
+  for (const auto& t : targets) {
+    if (t.platform == a.platform) return;
+    if (known.find(t.platform) == std::string::npos) known += ", " + t.platform;
+  }
+  throw InputError("unknown platform '" + a.platform + "' (--platform: all" + known + ")");
+}
+
 // A directory: discover the gates under it (paths in the output relative to
 // it). Files: classified by extension, added to --python/--cpp.
 int runScan(const CheckArgs& a, driver::ReportOut& out) {
-  driver::ScanRequest sr{a.paths[0], a.req, {}};
+  driver::ScanRequest sr{a.paths[0], a.req, {}, a.platform};
   sr.discover.max_files = a.max_files;
-  driver::ScanResult s = driver::scan(sr);
-  // Paths as seen from the working directory; SARIF's stay relative to the
-  // root, its URIs' base (%SRCROOT%).
-  const bool from_root = a.format == "sarif";
-  if (!from_root) driver::showFromWorkingDirectory(s, a.paths[0]);
-  std::vector<report::Result*> all;
-  for (auto& r : s.results) all.push_back(&r);
-  baselines(a, all);
+  const bool from_root = a.format == "sarif";  // SARIF's paths stay relative to the root, its URIs' base
+  auto analyseAll = [&] {
+    driver::ScanResult s = driver::scan(sr);
+    // Paths as seen from the working directory.
+    if (!from_root) driver::showFromWorkingDirectory(s, a.paths[0]);
+    std::vector<report::Result*> all;
+    for (auto& r : s.results) all.push_back(&r);
+    baselines(a, all);
+    return s;
+  };
+  driver::ScanResult s = analyseAll();
   std::vector<std::pair<std::string, report::Result*>> with_base;
-  for (auto* r : all) with_base.push_back({from_root ? a.paths[0] : "", r});
-  std::string summary;
-  if (fixes(a, with_base, out, summary)) {
+  for (auto& r : s.results) with_base.push_back({from_root ? a.paths[0] : "", &r});
+  bool diffed = false;
+  if (fixes(a, with_base, out, &diffed)) s = analyseAll();
+  if (diffed) {
   } else if (a.format == "json") {
     out.stream() << driver::renderScanJson(s);
   } else if (a.format == "sarif") {
     out.stream() << driver::renderScanSarif(s, {a.paths[0], a.paths[0]});
   } else if (a.format == "html") {
     out.stream() << driver::renderScanHtml(s, driver::htmlOptions(a.output, ".", a.paths[0], a.command));
+  } else if (a.format == "concise") {
+    out.stream() << driver::renderScanConcise(s);
   } else {
-    report::TextOptions o;
-    o.color = a.color == "always" || (a.color == "auto" && isatty(STDOUT_FILENO));
-    o.matrix = !a.no_matrix;
-    out.stream() << driver::renderScanText(s, o);
+    out.stream() << driver::renderScanText(s, textOptions(a));
   }
-  printSummary(a, summary, out);
   out.finish();
-  if (a.fail_on == "never" || !a.write_baseline.empty()) return kExitClean;
-  auto sev = a.fail_on == "warning" ? model::Severity::Warning : model::Severity::Error;
-  return driver::countAtLeast(s, sev) > 0 ? kExitFindings : kExitClean;
+  int errors = driver::countAtLeast(s, model::Severity::Error);
+  return exitStatus(a, errors, driver::countAtLeast(s, model::Severity::Warning) - errors);
 }
 
 int runCheck(CheckArgs a) {
@@ -138,6 +176,7 @@ int runCheck(CheckArgs a) {
     std::cout << config::describe(*a.req.settings);
     return kExitClean;
   }
+  checkPlatform(a);
   driver::ReportOut out(a.output);
   bool dir = false;
   for (const auto& p : a.paths) dir = dir || std::filesystem::is_directory(p);
@@ -160,10 +199,18 @@ int runCheck(CheckArgs a) {
   }
   if (a.req.python_files.empty() && a.req.cpp_files.empty())
     throw InputError("nothing to check: give a directory (layergate check .) or the files (--python FILE --cpp FILE)");
-  report::Result r = driver::analyse(a.req);
-  baselines(a, {&r});
-  std::string summary;
-  if (fixes(a, {{"", &r}}, out, summary)) {
+  auto analyseOnce = [&] {
+    report::Result r = driver::analyse(a.req);
+    if (a.platform != "all" && r.platform != a.platform)
+      throw InputError("the files given are a " + r.platform + " gate (target " + r.target + "), not " + a.platform +
+                       " (--platform)");
+    baselines(a, {&r});
+    return r;
+  };
+  report::Result r = analyseOnce();
+  bool diffed = false;
+  if (fixes(a, {{"", &r}}, out, &diffed)) r = analyseOnce();
+  if (diffed) {
   } else if (a.format == "json") {
     out.stream() << report::renderJson(r);
   } else if (a.format == "sarif") {
@@ -172,17 +219,15 @@ int runCheck(CheckArgs a) {
     auto checked = std::filesystem::path(r.python_files.empty() ? r.cpp_files.at(0) : r.python_files[0]).parent_path();
     out.stream() << report::renderHtml({{"", &r}}, {},
                                        driver::htmlOptions(a.output, ".", checked.empty() ? "." : checked.string(), a.command));
+  } else if (a.format == "concise") {
+    auto c = report::countGroups(r);
+    out.stream() << report::renderConcise(r) << report::conciseCount(c.errors, c.warnings);
   } else {
-    report::TextOptions o;
-    o.color = a.color == "always" || (a.color == "auto" && isatty(STDOUT_FILENO));
-    o.matrix = !a.no_matrix;
-    out.stream() << report::renderText(r, o);
+    out.stream() << report::renderText(r, textOptions(a));
   }
-  printSummary(a, summary, out);
   out.finish();
-  if (a.fail_on == "never" || !a.write_baseline.empty()) return kExitClean;
-  auto sev = a.fail_on == "warning" ? model::Severity::Warning : model::Severity::Error;
-  return report::countAtLeast(r, sev) > 0 ? kExitFindings : kExitClean;
+  int errors = report::countAtLeast(r, model::Severity::Error);
+  return exitStatus(a, errors, report::countAtLeast(r, model::Severity::Warning) - errors);
 }
 
 // A rule by its code (LG001, any case) or its name (admitted-no-kernel), as
@@ -243,8 +288,9 @@ int main(int argc, char** argv) {
   check->add_option("--cpp,-c", ca.req.cpp_files, "C++/CUDA dispatch header or source (custom_all_reduce.cuh); repeatable")
       ->type_name("FILE")
       ->allow_extra_args(false);
-  check->add_option("--format,-f", ca.format, "Output format (html: one self-contained page)")
-      ->check(CLI::IsMember({"text", "json", "sarif", "html"}))
+  check->add_option("--format,-f,--output-format", ca.format,
+                    "Output format (concise: one line per diagnostic, for CI logs; html: one self-contained page)")
+      ->check(CLI::IsMember({"text", "concise", "json", "sarif", "html"}))
       ->capture_default_str();
   check->add_option("--output,-o", ca.output, "Write the report to FILE instead of stdout")->type_name("FILE");
   check->add_option("--fail-on", ca.fail_on, "Lowest severity that makes the exit status 1")
@@ -270,7 +316,13 @@ int main(int argc, char** argv) {
   check->add_option("-I", ca.req.cpp.include_dirs, "Extra include directory for the C++ files")->type_name("DIR")->allow_extra_args(false);
   check->add_flag("--strict", ca.req.strict,
                   "Possible gaps (LG008: they hold only for some values of code the analysis did not interpret) are errors");
-  check->add_flag("--no-matrix", ca.no_matrix, "Text output: leave out the configuration matrix");
+  check->add_flag("--matrix,!--no-matrix", ca.matrix, "Text output: the configuration matrix (and the selection layer's); --no-matrix: the default");
+  check->add_flag("--trace", ca.trace, "Text output: the NVLink flag's trace and the values handed down, Python to C++");
+  check->add_flag("--verbose,-v", ca.verbose,
+                  "Text output: every analysis in full, with the matrix, the traces and the notes on what was assumed");
+  check->add_option("--platform", ca.platform,
+                    "Analyse only the gates of this platform (a target's \"platform\": cuda, rocm, ...), or all")
+      ->capture_default_str();
   check->add_option("--color", ca.color, "Colour in text output")->check(CLI::IsMember({"auto", "always", "never"}))->capture_default_str();
   std::vector<std::string> select, ignore;
   check->add_option("--select", select, "Rules to run (codes or prefixes, comma-separated; replaces the configuration's)")
@@ -286,9 +338,10 @@ int main(int argc, char** argv) {
       ->type_name("FILE");
   check->add_flag("--diff", ca.diff, "Print the fixes of the findings as unified diffs (safe ones; see --unsafe-fixes) "
                                      "instead of the report; the exit status is check's");
-  check->add_flag("--fix", ca.fix, "Apply the safe fixes in place, then report what is left");
+  check->add_flag("--fix", ca.fix, "Apply the safe fixes in place, say what was applied, then check the fixed files again");
   check->add_flag("--unsafe-fixes", ca.unsafe_fixes,
-                  "With --diff or --fix: the unsafe fixes too (a C++ branch that `layergate selftest` must show correct)");
+                  "With --diff or --fix: LG001's C++ branch instead of the Python guard for the configurations it "
+                  "serves (unsafe until `layergate selftest`, whose command --fix prints, shows it correct)");
   check->add_option("--write-baseline", ca.write_baseline, "Write the findings of this run to FILE, for --baseline")
       ->type_name("FILE");
 

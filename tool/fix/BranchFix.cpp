@@ -55,13 +55,6 @@ const model::Leaf* leafOf(const model::Finding& f, const model::Dispatch& d) {
   return nullptr;
 }
 
-std::string list(const std::vector<std::int64_t>& ws) {
-  std::string s;
-  for (std::size_t i = 0; i < ws.size(); ++i)
-    s += (i == 0 ? "" : i + 1 == ws.size() ? " and " : ", ") + std::to_string(ws[i]);
-  return s;
-}
-
 }  // namespace
 
 model::Edit elseEdit(const model::ElseSite& s) {
@@ -116,20 +109,16 @@ void suggestBranchFixes(const model::Dispatch& dispatch, std::vector<model::Find
   for (const auto& w : whys) notes.push_back("no unsafe fix offered for LG001: " + w);
   for (auto& [key, members] : groups) {
     const model::ElseSite& s = *members.front().second;
-    std::vector<std::int64_t> wss;
-    for (const auto& m : members) wss.push_back(*m.first->config.world_size);
-    std::sort(wss.begin(), wss.end());
-    wss.erase(std::unique(wss.begin(), wss.end()), wss.end());
     std::string stmts;
     for (const auto& l : s.launch) stmts += (stmts.empty() ? "" : " ") + trimmed(l);
     model::Fix fx;
     fx.safety = model::FixSafety::Unsafe;
-    fx.description = fmt::format(
-        "add `else {{ {} }}` after the then-block of `if ({})` (ending at {}:{}) for world size{} {} without NVLink; "
-        "unsafe: the C++ then runs `{}`, the launch of the branch at {}:{}, on a machine without NVLink, which that "
-        "branch was not written for: prove it with `layergate selftest` on such a machine before use",
-        stmts, s.condition, s.file, s.line, wss.size() == 1 ? "" : "s", list(wss), s.kernel, s.launch_where.file,
-        s.launch_where.line);
+    // One line; why it is unsafe and how to prove it: docs/rules/LG001.md.
+    std::vector<std::pair<std::int64_t, std::optional<bool>>> cells;
+    for (const auto& m : members) cells.push_back({*m.first->config.world_size, m.first->config.full_nvlink});
+    fx.description = fmt::format("`else {{ {} }}` after `if ({})`: runs {} for {}, a launch not written for them: "
+                                 "prove it with `layergate selftest`",
+                                 stmts, s.condition, s.kernel, model::cellsText(cells));
     fx.edits.push_back(elseEdit(s));
     for (auto& m : members) m.first->fixes.push_back(fx);
   }

@@ -21,13 +21,6 @@ std::string tuple(const std::vector<std::int64_t>& ws, const std::string& expr) 
   return fmt::format("{} in ({})", expr, s);
 }
 
-std::string list(const std::vector<std::int64_t>& ws) {
-  std::string s;
-  for (std::size_t i = 0; i < ws.size(); ++i)
-    s += (i == 0 ? "" : i + 1 == ws.size() ? " and " : ", ") + std::to_string(ws[i]);
-  return s;
-}
-
 }  // namespace
 
 std::string guardCondition(const std::vector<std::pair<std::int64_t, std::optional<bool>>>& cells,
@@ -51,59 +44,108 @@ std::string guardCondition(const std::vector<std::pair<std::int64_t, std::option
   return s;
 }
 
-void suggestFixes(const model::Gate& gate, const model::Dispatch& dispatch, std::vector<model::Finding>& findings,
-                  std::vector<std::string>& notes) {
+std::optional<model::Fix> guardFix(const model::Gate& gate, const std::vector<const model::Finding*>& findings,
+                                   std::string* why) {
+  auto refuse = [&](const std::string& w) {
+    if (why) *why = w;
+    return std::optional<model::Fix>();
+  };
   std::vector<std::pair<std::int64_t, std::optional<bool>>> cells;
   std::set<std::string> rules;
-  for (const auto& f : findings)
-    if (fixable(f)) {
-      cells.push_back({*f.config.world_size, f.config.full_nvlink});
-      rules.insert(f.rule);
+  std::map<std::string, std::vector<std::string>> overridden;  // env var -> the values the cells are admitted with
+  for (const auto* f : findings) {
+    if (!fixable(*f)) continue;
+    cells.push_back({*f->config.world_size, f->config.full_nvlink});
+    rules.insert(f->rule);
+    for (const auto& [k, v] : f->config.env) {
+      auto& vs = overridden[k];
+      if (v && std::find(vs.begin(), vs.end(), *v) == vs.end()) vs.push_back(*v);
     }
-  if (cells.empty()) return;
+  }
+  if (cells.empty()) return refuse("");
   const model::GuardSite& site = gate.guard_site;
-  std::optional<model::Fix> safe;
   // A gap that exists only for some value the gate hands down (a quantisation
   // level, a kernel variant): a guard on the cell would switch the fast path
   // off for every value, so none is offered.
   std::string handed;
   for (const auto& o : gate.outputs) handed += (handed.empty() ? "" : ", ") + o.var;
-  if (!site.found) {
-    notes.push_back("no safe fix offered for LG001/LG002: " + site.why);
-  } else if (!handed.empty()) {
-    notes.push_back("no safe fix offered for LG001/LG002: the gaps depend on what the gate hands down (" + handed +
-                    "), and a guard on the world size and NVLink alone would turn the fast path off for every value");
-  } else {
-    std::string cond = guardCondition(cells, site.world_size, site.full_nvlink);
-    if (cond.empty()) {
-      notes.push_back("no safe fix offered for LG001/LG002: the gaps depend on NVLink, but no expression in " +
-                      site.method + " holds the NVLink probe's value itself");
-    } else {
-      std::string ids, why;
-      for (const auto& r : rules) ids += (ids.empty() ? "" : "/") + r;
-      why = rules.count("LG001") && rules.count("LG002") ? "no C++ kernel runs for these"
-            : rules.count("LG001")                        ? "no C++ kernel for these"
-                                                          : "the C++ dispatch throws for these";
-      model::Fix fx;
-      fx.safety = model::FixSafety::Safe;
-      std::vector<std::int64_t> wss;
-      for (const auto& c : cells) wss.push_back(c.first);
-      std::sort(wss.begin(), wss.end());
-      wss.erase(std::unique(wss.begin(), wss.end()), wss.end());
-      fx.description = fmt::format("in {}, `{}` when {} (world size{} {}: {})", site.method, site.reject, cond,
-                                   wss.size() == 1 ? "" : "s", list(wss), why);
-      model::Edit e;
-      e.file = site.file;
-      e.start = e.end = {site.line, 1};
-      e.replacement = fmt::format("{}if {}:\n{}{}  # layergate {}: {}\n", site.indent, cond, site.body_indent,
-                                  site.reject, ids, why);
-      fx.edits.push_back(e);
-      safe = fx;
-    }
+  if (!site.found) return refuse(site.why);
+  if (!handed.empty())
+    return refuse("the gaps depend on what the gate hands down (" + handed +
+                  "), and a guard on the world size and NVLink alone would turn the fast path off for every value");
+  std::string cond = guardCondition(cells, site.world_size, site.full_nvlink);
+  if (cond.empty())
+    return refuse("the gaps depend on NVLink, but no expression in " + site.method + " holds the NVLink probe's value itself");
+  std::string ids;
+  for (const auto& r : rules) ids += (ids.empty() ? "" : "/") + r;
+  std::string because = rules.count("LG001") && rules.count("LG002") ? "no C++ kernel runs for these"
+                        : rules.count("LG001")                        ? "no C++ kernel for these"
+                                                                      : "the C++ dispatch throws for these";
+  // What it turns off, and which setting it overrides: the fast path is off
+  // in these cells for every message size, whatever the environment says.
+  std::string settings;
+  for (const auto& [k, vs] : overridden) {
+    if (vs.empty()) continue;
+    std::string one = k + (vs.size() == 1 ? "=" : " is ");
+    for (std::size_t i = 0; i < vs.size(); ++i) one += (i == 0 ? "" : i + 1 == vs.size() ? " or " : ", ") + vs[i];
+    settings += (settings.empty() ? "" : " or ") + one;
   }
+  model::Fix fx;
+  fx.safety = model::FixSafety::Safe;
+  fx.description = fmt::format("`{}` in {} when {}: turns off the custom all-reduce for {}{}", site.reject, site.method,
+                               cond, model::cellsText(cells), settings.empty() ? "" : " even when " + settings);
+  model::Edit e;
+  e.file = site.file;
+  e.start = e.end = {site.line, 1};
+  e.replacement = fmt::format("{}if {}:\n{}{}  # layergate {}: {}\n", site.indent, cond, site.body_indent, site.reject,
+                              ids, because);
+  fx.edits.push_back(e);
+  return fx;
+}
+
+void suggestFixes(const model::Gate& gate, const model::Dispatch& dispatch, std::vector<model::Finding>& findings,
+                  std::vector<std::string>& notes) {
+  std::vector<const model::Finding*> all;
+  for (const auto& f : findings) all.push_back(&f);
+  std::string why;
+  std::optional<model::Fix> safe = guardFix(gate, all, &why);
+  if (!safe && !why.empty()) notes.push_back("no safe fix offered for LG001/LG002: " + why);
   for (auto& f : findings)
     if (fixable(f) && safe) f.fixes.push_back(*safe);
   suggestBranchFixes(dispatch, findings, notes);
+}
+
+FixPlan planFixes(const model::Gate& gate, const std::vector<model::Finding>& findings, bool unsafe) {
+  FixPlan p;
+  auto take = [&](const model::Fix& x) {
+    for (const auto& a : p.applied)
+      if (a.edits == x.edits) return;
+    p.applied.push_back(x);
+    for (const auto& e : x.edits) {
+      auto& v = p.edits[e.file];
+      if (std::find(v.begin(), v.end(), e) == v.end()) v.push_back(e);
+    }
+  };
+  std::vector<const model::Finding*> rest;
+  for (const auto& f : findings) {
+    if (f.suppressed) continue;
+    auto branch = std::find_if(f.fixes.begin(), f.fixes.end(),
+                               [](const model::Fix& x) { return x.safety == model::FixSafety::Unsafe; });
+    if (unsafe && branch != f.fixes.end()) {
+      take(*branch);
+      p.branched.push_back(&f);
+    } else if (std::any_of(f.fixes.begin(), f.fixes.end(),
+                           [](const model::Fix& x) { return x.safety == model::FixSafety::Safe; })) {
+      rest.push_back(&f);
+    }
+  }
+  if (rest.empty()) return p;
+  // The guard over exactly the findings no branch was taken for.
+  if (auto g = guardFix(gate, rest)) {
+    take(*g);
+    p.guarded = rest;
+  }
+  return p;
 }
 
 }  // namespace layergate::fix

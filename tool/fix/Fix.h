@@ -10,10 +10,11 @@
 //
 // Takes: the gate, the dispatch and the findings (after suppressions). Fills
 // each fixable finding's `fixes`, the safe one first; appends to `notes` why
-// the findings get no fix.
+// the findings get no fix. planFixes: what --fix applies, one fix per cell.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <utility>
 #include <string>
@@ -30,6 +31,23 @@ void suggestFixes(const model::Gate& gate, const model::Dispatch& dispatch, std:
 void suggestBranchFixes(const model::Dispatch& dispatch, std::vector<model::Finding>& findings,
                         std::vector<std::string>& notes);
 model::Edit elseEdit(const model::ElseSite& site);
+
+// The safe fix over these findings' cells (those of LG001/LG002 with a
+// cell, unsuppressed): one guard that refuses them all. nullopt, with *why,
+// when none can be written.
+std::optional<model::Fix> guardFix(const model::Gate& gate, const std::vector<const model::Finding*>& findings,
+                                   std::string* why = nullptr);
+
+// What `check --fix` writes and `--diff` shows: per finding one fix, never
+// two for one cell. Without `unsafe`, the guard over every fixable finding.
+// With it, the C++ branch for the findings that have one, *instead of* the
+// guard; the guard is rebuilt over the findings left (those with no branch).
+struct FixPlan {
+  std::map<std::string, std::vector<model::Edit>> edits;  // by file, each edit once
+  std::vector<model::Fix> applied;                         // the fixes taken, each once
+  std::vector<const model::Finding*> guarded, branched;    // the findings each kind of fix is taken for
+};
+FixPlan planFixes(const model::Gate& gate, const std::vector<model::Finding>& findings, bool unsafe);
 
 // The guard's condition over the cells (world size, NVLink or nullopt: both),
 // "" when it needs an NVLink expression the site lacks.

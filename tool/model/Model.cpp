@@ -1,5 +1,8 @@
 #include "model/Model.h"
 
+#include <map>
+#include <set>
+
 namespace layergate::model {
 
 ExprPtr Dispatch::launchCondition() const {
@@ -26,6 +29,28 @@ const char* severityName(Severity s) {
 }
 
 const char* fixSafetyName(FixSafety s) { return s == FixSafety::Safe ? "safe" : "unsafe"; }
+
+std::string cellsText(const std::vector<std::pair<std::int64_t, std::optional<bool>>>& cells) {
+  std::map<std::int64_t, std::set<bool>> by_ws;
+  for (const auto& [ws, nv] : cells) {
+    auto& s = by_ws[ws];
+    if (nv) s.insert(*nv);
+    else s.insert({false, true});
+  }
+  std::vector<std::int64_t> any, pcie, nvlink;
+  for (const auto& [ws, nvs] : by_ws) (nvs.size() == 2 ? any : nvs.count(true) ? nvlink : pcie).push_back(ws);
+  std::string out;
+  auto part = [&](const std::vector<std::int64_t>& ws, const char* tail) {
+    if (ws.empty()) return;
+    std::string list;
+    for (auto w : ws) list += (list.empty() ? "" : ", ") + std::to_string(w);
+    out += (out.empty() ? "" : " and ") + std::string(ws.size() == 1 ? "world size " : "world sizes ") + list + tail;
+  };
+  part(any, "");
+  part(pcie, " without NVLink");
+  part(nvlink, " with NVLink");
+  return out;
+}
 
 std::string assumptionInWords(const std::string& name, const OpaqueSymbol* o, const std::string& value) {
   std::string at = o && o->where.valid() ? o->where.file + ":" + std::to_string(o->where.line) : "";

@@ -7,8 +7,10 @@
 // with its path condition. Both are over the config variables of Expr.h.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model/Expr.h"
@@ -448,6 +450,11 @@ struct Edit {
 };
 enum class FixSafety { Safe, Unsafe };
 const char* fixSafetyName(FixSafety s);  // "safe" / "unsafe"
+
+// Configuration cells in words, as messages and fixes name them: "world
+// sizes 4, 6, 8 without NVLink", "world size 3" (NVLink not given, or both
+// values given), "world size 3 and world sizes 4, 6 without NVLink" (mixed).
+std::string cellsText(const std::vector<std::pair<std::int64_t, std::optional<bool>>>& cells);
 struct Fix {
   FixSafety safety = FixSafety::Safe;
   std::string description;
@@ -458,6 +465,10 @@ struct Finding {
   std::string rule;      // "LG001"
   Severity severity = Severity::Error;
   std::string message;
+  // The configuration cell in the words the message starts with ("world size
+  // 4 without NVLink"); empty for a finding of no cell. The text report groups
+  // findings whose messages differ only in it.
+  std::string cell;
   Config config;
   std::optional<ByteRange> sizes;   // the gap's message sizes in its cell
   std::vector<Location> locations;  // first = primary (the Python gate line)

@@ -17,6 +17,7 @@ namespace layergate::report {
 
 struct Result {
   std::string target;
+  std::string platform;  // the target's ("cuda", "rocm"): the text report groups analyses by it
   std::vector<std::string> python_files;
   std::vector<std::string> cpp_files;
   model::Gate gate;
@@ -38,15 +39,52 @@ struct Result {
   std::optional<model::Selection> selection;
   std::vector<std::vector<solve::CellVerdict>> selection_cells;  // one per selection->arms
   int baselined = 0;              // findings left out because the --baseline holds them
+  // Why findings got no fix (also in gate.notes): the text report says it
+  // under the findings, where the other notes are shown only on request.
+  std::vector<std::string> fix_notes;
 };
 
 struct TextOptions {
   bool color = false;
-  bool matrix = true;
-  bool details = true;  // counterexample lines and assumptions under each finding
+  bool matrix = false;   // --matrix: the configuration matrix (and the selection layer's)
+  bool trace = false;    // --trace: the flag trace and the values handed down
+  bool notes = false;    // --verbose: what the analysis assumed or skipped (layergate: note: lines)
+  bool details = true;   // the counterexample and its assumptions under each diagnostic
 };
 
+// Findings as a compiler groups diagnostics: one per rule and cause, the
+// cells that share the rule, the message but for the cell, the Python line
+// that admits them and the C++ path (a macro expanded per world size counts
+// once). Suppressed findings are left out.
+struct FindingGroup {
+  std::vector<const model::Finding*> members;  // report order; the first is the counterexample shown
+  std::string message;                         // "world sizes 4, 6, 8 without NVLink: the Python gate admits ..."
+  // The check a patch opened when there is one (where the configurations got
+  // in), else the finding's own primary location (the admitting line).
+  model::Location primary;
+  std::vector<model::Location> notes;  // the other locations, each once; expansions name their world sizes
+  std::vector<const model::Fix*> fixes;  // distinct fixes of the members, safe ones first
+  const model::Finding& first() const { return *members.front(); }
+};
+std::vector<FindingGroup> groupFindings(const Result& r);
+
+// The text report: grouped diagnostics with their fixes and one
+// counterexample each, then the summary; a run with nothing to report says
+// so in a line. Matrix, traces and notes per TextOptions.
 std::string renderText(const Result& r, const TextOptions& o = {});
+// `--output-format concise`: one line per group, `path:line:col: RULE message`
+// (no summary: the caller counts over every analysis, conciseCount).
+std::string renderConcise(const Result& r);
+std::string conciseCount(int errors, int warnings);
+// "no gaps: 12 configurations admitted, each reaches a kernel", "" when the
+// result has something to report (unsuppressed findings).
+std::string cleanText(const Result& r);
+// "1 error (3 configurations), 0 warnings" over groups; cells counted when they differ.
+struct GroupCounts {
+  int errors = 0, warnings = 0, error_cells = 0, warning_cells = 0;
+};
+GroupCounts countGroups(const Result& r);
+std::string summaryText(const GroupCounts& c);
 std::string renderJson(const Result& r);
 // SARIF 2.1.0 (GitHub code scanning). Artifact URIs are relative to
 // %SRCROOT% (run.originalUriBaseIds): srcroot (the scanned folder); a file

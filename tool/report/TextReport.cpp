@@ -99,46 +99,96 @@ std::string suppressedText(int suppressed, int baselined) {
   return s.empty() ? s : " (" + s + ")";
 }
 
+namespace {
+
+// The assumptions of a counterexample, short: "weak_contiguous, p2p_ok and
+// same_node are true; the try block at line 23 completes" (a line of the
+// diagnostic's own file by its number alone).
+std::string assumingText(const model::Config& c, const std::string& here) {
+  if (c.assumed_words.size() != c.assumed.size()) {
+    std::string a;
+    for (const auto& [k, v] : c.assumed) a += (a.empty() ? "" : ", ") + k + "=" + v;
+    return a;
+  }
+  std::vector<std::string> yes, no, other;
+  auto ends = [](const std::string& w, const std::string& tail) {
+    return w.size() > tail.size() && w.compare(w.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  for (auto w : c.assumed_words) {
+    if (!here.empty())
+      for (const char* lead : {" at ", "("})
+        for (std::size_t at; (at = w.find(lead + here + ":")) != std::string::npos;)
+          w.replace(at, std::string(lead).size() + here.size() + 1, std::string(lead) + "line ");
+    if (ends(w, " is true") && w.find(' ') == w.size() - 8) yes.push_back(w.substr(0, w.size() - 8));
+    else if (ends(w, " is false") && w.find(' ') == w.size() - 9) no.push_back(w.substr(0, w.size() - 9));
+    else other.push_back(w);
+  }
+  auto names = [](const std::vector<std::string>& xs, const char* value) {
+    std::string s;
+    for (std::size_t i = 0; i < xs.size(); ++i) s += (i == 0 ? "" : i + 1 == xs.size() ? " and " : ", ") + xs[i];
+    return s + (xs.size() == 1 ? " is " : " are ") + value;
+  };
+  std::string a;
+  if (!yes.empty()) a = names(yes, "true");
+  if (!no.empty()) a += (a.empty() ? "" : "; ") + names(no, "false");
+  for (const auto& w : other) a += (a.empty() ? "" : "; ") + w;
+  return a;
+}
+
+bool isFixNote(const Result& r, const std::string& n) {
+  return std::find(r.fix_notes.begin(), r.fix_notes.end(), n) != r.fix_notes.end();
+}
+
+}  // namespace
+
 std::string renderText(const Result& r, const TextOptions& o) {
   std::string out;
   auto paint = [&](const char* code, const std::string& s) {
     return o.color ? fmt::format("\033[{}m{}\033[0m", code, s) : s;
   };
-  for (const auto& f : r.findings) {
-    if (f.suppressed) continue;  // counted in the summary; JSON and SARIF list them
+  auto note = [&](const std::string& where, const std::string& text) {
+    return fmt::format("{}: {}: {}\n", where, paint("1;36", "note"), text);
+  };
+  auto groups = groupFindings(r);
+  bool gap_rules = false;
+  for (const auto& g : groups) {
+    const model::Finding& f = g.first();
+    gap_rules |= f.rule == "LG001" || f.rule == "LG002";
     const char* sev = model::severityName(f.severity);
-    std::string where = f.locations.empty() ? (r.python_files.empty() ? std::string("layergate") : r.python_files[0])
-                                            : loc(f.locations[0]);
+    std::string where = g.primary.valid() ? loc(g.primary)
+                        : r.python_files.empty() ? std::string("layergate")
+                                                 : r.python_files[0];
     out += fmt::format("{}: {}: {} [{}]\n", paint("1", where),
-                       paint(f.severity == model::Severity::Error ? "1;31" : "1;35", sev), f.message, f.rule);
-    if (!f.locations.empty() && !f.locations[0].note.empty())
-      out += fmt::format("{}: {}: {}\n", loc(f.locations[0]), paint("1;36", "note"), f.locations[0].note);
-    for (size_t i = 1; i < f.locations.size(); ++i)
-      out += fmt::format("{}: {}: {}\n", loc(f.locations[i]), paint("1;36", "note"), f.locations[i].note);
-    for (const auto& x : f.fixes) {
-      std::string at = x.edits.empty() ? std::string("layergate")
-                                       : fmt::format("{}:{}:{}", x.edits[0].file, x.edits[0].start.line, x.edits[0].start.col);
-      out += fmt::format("{}: {}: fix available ({}): {}\n", at, paint("1;36", "note"), model::fixSafetyName(x.safety),
-                         x.description);
+                       paint(f.severity == model::Severity::Error ? "1;31" : "1;35", sev), g.message, f.rule);
+    if (g.primary.valid() && !g.primary.note.empty()) out += note(loc(g.primary), g.primary.note);
+    for (const auto& l : g.notes) out += note(loc(l), l.note);
+    for (const auto* x : g.fixes) {
+      std::string at = x->edits.empty() ? std::string("layergate")
+                                        : fmt::format("{}:{}:{}", x->edits[0].file, x->edits[0].start.line,
+                                                      x->edits[0].start.col);
+      out += note(at, fmt::format("{} ({}): {}", x->safety == model::FixSafety::Safe ? "safe fix" : "unsafe fix",
+                                  x->safety == model::FixSafety::Safe ? "--fix" : "--fix --unsafe-fixes",
+                                  x->description));
     }
     if (o.details && (f.config.world_size || !f.config.env.empty())) {
       out += fmt::format("    counterexample: {}\n", configText(f.config));
-      if (!f.config.assumed.empty()) {
-        std::string a;
-        if (f.config.assumed_words.size() == f.config.assumed.size())
-          for (const auto& w : f.config.assumed_words) a += (a.empty() ? "" : "; ") + w;
-        else
-          for (const auto& [k, v] : f.config.assumed) a += (a.empty() ? "" : ", ") + k + "=" + v;
-        out += fmt::format("    assuming: {}\n", a);
-      }
+      if (!f.config.assumed.empty()) out += fmt::format("    assuming: {}\n", assumingText(f.config, g.primary.file));
     }
   }
-  if (o.details && !r.trace.empty()) {
+  // Why a gap has no fix: said with the diagnostics, since it is what the
+  // user does next.
+  if (gap_rules)
+    for (const auto& n : r.fix_notes) out += fmt::format("layergate: {}: {}\n", paint("1;36", "note"), n);
+  if (groups.empty()) {
+    std::string clean = cleanText(r);
+    if (!clean.empty()) out += clean + "\n";
+  }
+  if (o.trace && !r.trace.empty()) {
     out += "\nFlag trace (NVLink flag, Python probe to C++ branch)\n";
     for (size_t i = 0; i < r.trace.size(); ++i)
       out += fmt::format("  {:>2}. {:<22} {}\n", i + 1, r.trace[i].hop, loc(r.trace[i].where));
   }
-  if (o.details && !r.value_traces.empty()) {
+  if (o.trace && !r.value_traces.empty()) {
     out += "\nValues handed down (Python to C++)\n";
     for (const auto& v : r.value_traces) {
       out += fmt::format("  {}{}{}\n", v.var, v.field == v.var ? "" : " (" + v.field + ")",
@@ -147,9 +197,17 @@ std::string renderText(const Result& r, const TextOptions& o) {
         out += fmt::format("  {:>4}. {:<34} {}\n", i + 1, v.hops[i].hop, loc(v.hops[i].where));
     }
   }
-  if (o.details) {
-    for (const auto& n : r.dispatch.notes) out += fmt::format("layergate: note: {}\n", n);
-    for (const auto& n : r.gate.notes) out += fmt::format("layergate: note: {}\n", n);
+  // What the analysis assumed or skipped: shown on request, else counted in
+  // one line that says how to see them.
+  std::vector<std::string> notes;
+  for (const auto& n : r.dispatch.notes) notes.push_back(n);
+  for (const auto& n : r.gate.notes)
+    if (!isFixNote(r, n)) notes.push_back(n);
+  if (o.notes) {
+    for (const auto& n : notes) out += fmt::format("layergate: note: {}\n", n);
+  } else if (!notes.empty()) {
+    out += fmt::format("layergate: note: {} note{} on what the analysis assumed or could not follow (--verbose)\n",
+                       notes.size(), notes.size() == 1 ? "" : "s");
   }
   if (o.matrix && !r.matrix.empty()) {
     out += "\nConfiguration matrix (gate: Python admission; dispatch: C++ kernel per message size)\n";
@@ -204,11 +262,11 @@ std::string renderText(const Result& r, const TextOptions& o) {
     out += "  (by default: returned with no env var set, for some machine facts (same node, NVLink clique, the\n"
            "  probes); when ENV=v: only with that setting; -: never. Each implementation's own gate decides after it.)\n";
     for (const auto& n : sel.notes)
-      if (o.details) out += fmt::format("  selection note: {}\n", n);
+      if (o.notes) out += fmt::format("  selection note: {}\n", n);
   }
-  int errors = countAtLeast(r, model::Severity::Error);
-  int warnings = countAtLeast(r, model::Severity::Warning) - errors;
-  out += fmt::format("\n{} error{}, {} warning{}{}\n", errors, errors == 1 ? "" : "s", warnings, warnings == 1 ? "" : "s",
+  // A clean run's few lines stay together; after diagnostics or details, a blank line.
+  bool spaced = !groups.empty() || (o.trace && !r.trace.empty()) || (o.matrix && !r.matrix.empty()) || (o.notes && !notes.empty());
+  out += fmt::format("{}{}{}\n", spaced ? "\n" : "", summaryText(countGroups(r)),
                      suppressedText(countSuppressed(r), r.baselined));
   return out;
 }

@@ -93,6 +93,11 @@ Target fromJson(const json& j, const std::string& origin) {
     t.name = j.at("name").get<std::string>();
     t.description = j.value("description", "");
     t.platform = j.value("platform", "cuda");
+    // A word `check --platform` can name: lower-case letters and digits ("all" means every platform).
+    if (t.platform.empty() || t.platform == "all" ||
+        !std::all_of(t.platform.begin(), t.platform.end(), [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }))
+      throw InputError(origin + ": \"platform\" must be a lower-case word such as \"cuda\" or \"rocm\" (not \"" +
+                       t.platform + "\")");
     t.extends = j.value("extends", "");
     t.unmodelled = j.value("unmodelled", "");
     const json& d = object(j, "discovery", origin);
