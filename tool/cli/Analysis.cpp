@@ -182,7 +182,9 @@ report::Result analyse(const Request& req) {
   // With just the gate and the dispatch header the chain between them (op
   // wrapper, bindings, .cu entry) was not given, so its break is expected:
   // say so in a note. With more files, a break is a finding (LG006).
-  if (req.python_files.size() + req.cpp_files.size() <= 2) {
+  // So too for the fallback layout, whose chain is only what was found
+  // beside the dispatch by content.
+  if (req.python_files.size() + req.cpp_files.size() <= 2 || req.chain_by_content) {
     auto& ps = flag.problems;
     for (auto it = ps.begin(); it != ps.end();)
       if (it->rule == "LG006") {

@@ -37,6 +37,10 @@ struct Request {
   // A per-configuration route of the gate to analyse (model::Route::module):
   // its configurations against the given C++ (the route's own sources).
   std::string route;
+  // The files past the gate and the dispatch are what discovery found beside
+  // the dispatch by content (no layout names them): a break of the flag's
+  // chain there is expected, a note rather than LG006.
+  bool chain_by_content = false;
 };
 
 target::Target selectTarget(const std::string& rules_dir, const std::string& name);

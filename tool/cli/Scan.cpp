@@ -165,6 +165,7 @@ ScanResult scan(const ScanRequest& req) {
     r.target = u.target;
     r.python_files = u.python_files;
     r.cpp_files = u.cpp_files;
+    r.chain_by_content = u.chain_by_content;
     try {
       report::Result res = analyse(r);
       sortFindings(res.findings);

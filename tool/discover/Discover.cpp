@@ -675,6 +675,7 @@ Result discover(const std::string& root, const std::vector<target::Target>& targ
     if (entries.empty()) continue;
     u.cpp_files.insert(u.cpp_files.end(), entries.begin(), entries.end());
     u.cpp_files.insert(u.cpp_files.end(), registrations.begin(), registrations.end());
+    u.chain_by_content = true;
   }
 
   // The candidates no target takes, and why, for the message when nothing matched.

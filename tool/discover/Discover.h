@@ -36,6 +36,9 @@ struct Unit {
   // MUSA port's .muh), or "route: ..." (a per-configuration route of the
   // gate to another op library, analysed against that library's C++).
   std::string matched_by;
+  // The chain past the dispatch was found by content beside it (the fallback
+  // layout names none).
+  bool chain_by_content = false;
 };
 
 // A file whose path fits a gate or dispatch pattern but whose text does not
