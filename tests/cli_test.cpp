@@ -93,7 +93,7 @@ TEST(Cli, ConciseIsOneLinePerDiagnosticAndACount) {
     CliRun r = layergate(std::string("check seed-force-pcie ") + flag);
     EXPECT_EQ(r.status, 1) << r.err;
     EXPECT_EQ(r.out,
-              "custom_all_reduce.py:97:9: LG001 world sizes 4, 6, 8 without NVLink: the Python gate admits the custom "
+              "seed-force-pcie/custom_all_reduce.py:97:9: LG001 world sizes 4, 6, 8 without NVLink: the Python gate admits the custom "
               "all-reduce when SGLANG_FORCE_CUSTOM_AR_PCIE=1 for 16 B .. 8 MiB - 16 B, but the C++ dispatch launches no "
               "kernel, so the output is never written\nFound 1 error, 0 warnings.\n")
         << flag;
