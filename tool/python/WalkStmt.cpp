@@ -376,7 +376,9 @@ void Walker::walkLoop(TSNode n, State& st, Frame& fr) {
   st.broke = false;
   for (const auto& [name, len] : grown) st.locals[name] = vSized(len);
   // a list the body changes some other way: its length after the loop is not known
-  for (auto& [name, v] : st.locals)
+  for (auto& kv : st.locals) {
+    const std::string& name = kv.first;
+    Value& v = kv.second;
     if (lengthOf(v) && std::none_of(grown.begin(), grown.end(), [&](const auto& g) { return g.first == name; }) &&
         text(body).find(name + ".") != std::string::npos) {
       std::string b = text(body);
@@ -388,6 +390,7 @@ void Walker::walkLoop(TSNode n, State& st, Frame& fr) {
           break;
         }
     }
+  }
   for (TSNode k : named(n))
     if (is(k, "else_clause") && !st.dead()) walkBlock(field(k, "body"), st, fr);
 }

@@ -175,13 +175,11 @@ void runProof(const Options& o, Phase& ph, bool standin) {
     if (line.rfind("group ", 0) == 0) progress(std::string(standin ? "PCIe stand-in: " : "runtime proof: ") + line);
   });
   std::istringstream in(r.output);
-  int groups = 0;
   for (std::string line; std::getline(in, line);) {
     if (line.rfind("FAIL", 0) == 0) ph.failures.push_back(line);
     if (line.rfind("group ", 0) == 0 || line.rfind("note:", 0) == 0 || line.find(" passed, ") != std::string::npos ||
         line.rfind("SKIP", 0) == 0 || line.rfind("# ", 0) == 0) {
       ph.text << "  " << line << "\n";
-      groups += line.rfind("group ", 0) == 0;
     }
   }
   const std::string last = lastLine(r.output);
