@@ -576,6 +576,28 @@ TEST_F(Tree, DistPackageIsWalkedAndABuildDistIsNot) {
 // The pre-merge lineage of vLLM's custom all-reduce spelled the class
 // FastAllreduce (module-level gate, C++ class of the same name): found and
 // analysed like the later spelling.
+TEST_F(Tree, TheFallbackFindsItsChainBesideTheDispatchByContent) {
+  // No layout names this tree: the entry that constructs the class and the op
+  // registrations beside the header join the unit; other sources there do not.
+  const fs::path at = root_ / "fork";
+  copyFixture("node-sliced-handles", "custom_all_reduce.py", at / "pkg/custom_all_reduce.py");
+  copyFixture("node-sliced-handles", "custom_all_reduce.cuh", at / "kernels/custom_all_reduce.cuh");
+  copyFixture("node-sliced-handles", "custom_all_reduce.cu", at / "kernels/entry.cu");
+  copyFixture("node-sliced-handles", "torch_bindings.cpp", at / "kernels/bind.cpp");
+  put(at / "kernels/other.cu", "// mentions CustomAllreduce, constructs nothing\nint f() { return 0; }\n");
+  auto r = discover::discover(at.string(), targets(), {});
+  ASSERT_EQ(r.units.size(), 1u);
+  EXPECT_EQ(r.units[0].target, "custom-allreduce");
+  EXPECT_EQ(r.units[0].cpp_files,
+            (std::vector<std::string>{"kernels/custom_all_reduce.cuh", "kernels/entry.cu", "kernels/bind.cpp"}));
+  EXPECT_TRUE(r.units[0].chain_by_content);
+  // Without an entry that constructs the class, nothing is added.
+  fs::remove(at / "kernels/entry.cu");
+  r = discover::discover(at.string(), targets(), {});
+  ASSERT_EQ(r.units.size(), 1u);
+  EXPECT_EQ(r.units[0].cpp_files, std::vector<std::string>{"kernels/custom_all_reduce.cuh"});
+}
+
 TEST_F(Tree, PreMergeClassSpellingIsAGate) {
   for (const char* f : {"custom_all_reduce.py", "custom_all_reduce.cuh"}) {
     std::string text = slurp(fs::path(LAYERGATE_FIXTURES) / "vllm-2024-module-gate" / f);

@@ -486,6 +486,31 @@ OpModule gateOpModule(const std::string& root, const std::string& gate) {
 
 }  // namespace
 
+// `new [ns::]C(` or `make_unique<[ns::]C>` / `make_shared<...>` in C++ text:
+// the text constructs class C (a plain scan: files may be large).
+static bool constructsClass(const std::string& text, const std::string& c) {
+  for (std::size_t at = text.find(c); at != std::string::npos; at = text.find(c, at + 1)) {
+    std::size_t end = at + c.size();
+    if ((at > 0 && isIdent(text[at - 1])) || (end < text.size() && isIdent(text[end]))) continue;
+    std::size_t b = at;  // back over `ns::` qualifiers
+    while (b >= 2 && text.compare(b - 2, 2, "::") == 0) {
+      b -= 2;
+      while (b > 0 && isIdent(text[b - 1])) --b;
+    }
+    std::size_t e = end;
+    while (e < text.size() && std::isspace(static_cast<unsigned char>(text[e]))) ++e;
+    std::size_t k = b;
+    while (k > 0 && std::isspace(static_cast<unsigned char>(text[k - 1]))) --k;
+    bool after_new = k >= 3 && text.compare(k - 3, 3, "new") == 0 && (k == 3 || !isIdent(text[k - 4])) && k < b;
+    if (after_new && e < text.size() && text[e] == '(') return true;
+    for (const char* m : {"make_unique<", "make_shared<"}) {
+      std::size_t n = std::strlen(m);
+      if (b >= n && text.compare(b - n, n, m) == 0 && e < text.size() && text[e] == '>') return true;
+    }
+  }
+  return false;
+}
+
 bool definesDispatch(const std::string& text, const target::Target& t) {
   std::set<std::string> classes(t.cpp.class_names.begin(), t.cpp.class_names.end());
   std::set<std::string> fns(t.cpp.dispatch_functions.begin(), t.cpp.dispatch_functions.end());
@@ -665,9 +690,8 @@ Result discover(const std::string& root, const std::vector<target::Target>& targ
     for (const auto& n : names) {
       std::string rel = dir.empty() ? n : dir + "/" + n;
       std::string text = readText(root + "/" + rel);
-      bool constructs = std::any_of(t->cpp.class_names.begin(), t->cpp.class_names.end(), [&](const std::string& c) {
-        return std::regex_search(text, std::regex("\\bnew\\s+(\\w+::)*" + c + "\\s*\\(|make_(unique|shared)<(\\w+::)*" + c + ">"));
-      });
+      bool constructs = std::any_of(t->cpp.class_names.begin(), t->cpp.class_names.end(),
+                                    [&](const std::string& c) { return constructsClass(text, c); });
       if (constructs) entries.push_back(rel);
       else if (text.find("TORCH_LIBRARY") != std::string::npos || text.find("PYBIND11_MODULE") != std::string::npos)
         registrations.push_back(rel);
