@@ -72,7 +72,7 @@ Facts chain() {
   w.params = {"ipc", "rank_data", "rank", "full_nvlink"};
   w.param_locs = {at("w.py", 10), at("w.py", 10), at("w.py", 10), at("w.py", 11)};
   w.call.name = "init_custom_ar";
-  for (int i = 0; i < 4; ++i) w.call.args.push_back(CallArg{i, "", w.params[i], nullptr, {}, at("w.py", 12)});
+  for (int i = 0; i < 4; ++i) w.call.args.push_back(CallArg{i, "", w.params[i], nullptr, {}, at("w.py", 12), nullptr});
   w.arg_param = {0, 1, 2, 3};
   w.where = at("w.py", 10);
   f.gate.forwarders.push_back(w);
@@ -81,10 +81,10 @@ Facts chain() {
   call.callee = "ops.init_custom_ar";
   call.name = "init_custom_ar";
   call.where = at("g.py", 110);
-  call.args = {CallArg{0, "", "meta", nullptr, {}, at("g.py", 110)},
-               CallArg{1, "", "self.rank_data", nullptr, {}, at("g.py", 110)},
-               CallArg{2, "", "rank", Var("rank", Sort::Int, VarKind::Probe), {}, at("g.py", 110)},
-               CallArg{3, "", "self.full_nvlink", Var(kFullNvlink, Sort::Bool), {{"probe", at("g.py", 93)}}, at("g.py", 111)}};
+  call.args = {CallArg{0, "", "meta", nullptr, {}, at("g.py", 110), nullptr},
+               CallArg{1, "", "self.rank_data", nullptr, {}, at("g.py", 110), nullptr},
+               CallArg{2, "", "rank", Var("rank", Sort::Int, VarKind::Probe), {}, at("g.py", 110), nullptr},
+               CallArg{3, "", "self.full_nvlink", Var(kFullNvlink, Sort::Bool), {{"probe", at("g.py", 93)}}, at("g.py", 111), nullptr}};
   f.gate.native_calls.push_back(call);
   return f;
 }
@@ -232,7 +232,7 @@ TEST(Link, ArgumentsSwappedInTheFirstWrapperAreAMismatchThere) {
 TEST(Link, ALiteralInTheFirstWrapperIsTheValueCppGets) {
   Facts f = twoWrappers();
   auto& w1 = f.gate.forwarders[1];
-  w1.call.args[3] = CallArg{3, "", "True", True(), {}, at("o.py", 24)};
+  w1.call.args[3] = CallArg{3, "", "True", True(), {}, at("o.py", 24), nullptr};
   w1.arg_param[3] = -1;
   auto l = link::traceFlag(f.gate, f.d);
   EXPECT_TRUE(l.problems.empty());

@@ -24,14 +24,6 @@ int requiredParams(const std::vector<model::CppParam>& ps) {
   return n;
 }
 
-const model::CallArg* argAt(const model::NativeCall& c, int position, const std::string& keyword) {
-  for (const auto& a : c.args)
-    if (a.position == position && position >= 0) return &a;
-  for (const auto& a : c.args)
-    if (!keyword.empty() && a.keyword == keyword) return &a;
-  return nullptr;
-}
-
 int positionalCount(const model::NativeCall& c) {
   int n = 0;
   for (const auto& a : c.args)
@@ -40,6 +32,15 @@ int positionalCount(const model::NativeCall& c) {
 }
 
 }  // namespace
+
+const model::CallArg* argAt(const model::NativeCall& c, int position, const std::string& keyword) {
+  for (const auto& a : c.args)
+    if (a.position == position && position >= 0) return &a;
+  for (const auto& a : c.args)
+    if (!keyword.empty() && a.keyword == keyword) return &a;
+  return nullptr;
+}
+
 
 FlagLink traceFlag(const model::Gate& gate, const model::Dispatch& d) {
   FlagLink L;

@@ -42,6 +42,10 @@ struct FlagLink {
 // with no hops and no problems).
 FlagLink traceFlag(const model::Gate& gate, const model::Dispatch& dispatch);
 
+// The argument of a call at a 0-based position, else the one passed under
+// that keyword; null when neither is there.
+const model::CallArg* argAt(const model::NativeCall& c, int position, const std::string& keyword);
+
 // Every value the gate hands down (a policy's record fields, a class's
 // workspace sizes, a per-call argument), traced the same way: where Python
 // computed it (the walker's origin hops), where it leaves Python, the C++

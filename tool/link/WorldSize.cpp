@@ -1,5 +1,7 @@
 #include "link/WorldSize.h"
 
+#include "link/Link.h"
+
 #include <algorithm>
 #include <vector>
 
@@ -12,16 +14,9 @@ namespace {
 const model::CallArg* argumentFor(const model::Gate& gate, const std::string& op, int k) {
   const auto& fws = gate.forwarders;
   const int nf = static_cast<int>(fws.size());
-  auto at = [](const model::NativeCall& c, int pos, const std::string& keyword) -> const model::CallArg* {
-    for (const auto& a : c.args)
-      if (pos >= 0 && a.position == pos) return &a;
-    for (const auto& a : c.args)
-      if (!keyword.empty() && a.keyword == keyword) return &a;
-    return nullptr;
-  };
   for (const auto& c : gate.native_calls) {
     if (c.wrapper < 0 || c.wrapper >= nf) {
-      if (c.name == op) return at(c, k, "");
+      if (c.name == op) return argAt(c, k, "");
       continue;
     }
     std::vector<int> chain;  // outermost first
@@ -39,7 +34,7 @@ const model::CallArg* argumentFor(const model::Gate& gate, const std::string& op
       position = ai >= 0 && ai < static_cast<int>(f.arg_param.size()) ? f.arg_param[static_cast<size_t>(ai)] : -1;
       if (position >= 0 && position < static_cast<int>(f.params.size())) keyword = f.params[static_cast<size_t>(position)];
     }
-    if (position >= 0) return at(c, position, keyword);
+    if (position >= 0) return argAt(c, position, keyword);
   }
   return nullptr;
 }

@@ -376,12 +376,12 @@ void Walker::walkLoop(TSNode n, State& st, Frame& fr) {
   st.broke = false;
   for (const auto& [name, len] : grown) st.locals[name] = vSized(len);
   // a list the body changes some other way: its length after the loop is not known
+  const std::string b = text(body);
   for (auto& kv : st.locals) {
     const std::string& name = kv.first;
     Value& v = kv.second;
     if (lengthOf(v) && std::none_of(grown.begin(), grown.end(), [&](const auto& g) { return g.first == name; }) &&
-        text(body).find(name + ".") != std::string::npos) {
-      std::string b = text(body);
+        b.find(name + ".") != std::string::npos) {
       for (const char* m : {".append(", ".extend(", ".insert(", ".pop(", ".remove(", ".clear("})
         if (b.find(name + m) != std::string::npos) {
           v = unknown(n);
