@@ -13,6 +13,7 @@
 #include "link/Link.h"
 #include "model/Model.h"
 #include "solve/Solver.h"
+#include "solve/Space.h"
 
 namespace layergate::checks {
 
@@ -52,6 +53,10 @@ std::vector<model::Finding> runChecks(const CheckContext& ctx);
 
 // Shared by the gap checks: turn a solver gap into a finding.
 model::Finding gapFinding(const RuleInfo& rule, const solve::Gap& gap, const CheckContext& ctx);
+// A family described as data (solve/Space.h): one finding per region the gate
+// admits and the dispatch serves with no kernel or a throw (SpaceChecks.cpp).
+std::vector<model::Finding> spaceFindings(const model::Gate& gate, const model::Dispatch& dispatch,
+                                          const solve::SpaceResult& space);
 // A query Z3 could not decide: never a silent "no finding".
 model::Finding undecidedFinding(const solve::UndecidedError& e, const std::string& rule_id);
 

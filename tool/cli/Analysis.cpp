@@ -169,6 +169,19 @@ report::Result analyse(const Request& req) {
   cpp::ParseOptions cpp_options = req.cpp;
   cpp_options.max_depth = req.max_depth;
   r.dispatch = cpp::extractDispatch(req.cpp_files, tgt.cpp, cpp_options);
+  if (!tgt.variables.empty()) {
+    // A family described as data: the regions of its variables' product.
+    r.variables = tgt.variables;
+    r.space = solve::solveSpace(r.gate, r.dispatch, tgt.variables, req.solve);
+    r.findings = checks::spaceFindings(r.gate, r.dispatch, *r.space);
+    if (req.strict)
+      for (auto& f : r.findings)
+        if (f.rule == "LG008") f.severity = model::Severity::Error;
+    if (r.space->truncated)
+      r.gate.notes.push_back("more regions than the report lists: each list stops at its first regions");
+    finishFindings(req, r);
+    return r;
+  }
   // A check the gate calls through an op whose C++ body was given is read
   // like Python code, with the arguments the call passes.
   link::interpretCppChecks(r.gate, r.dispatch, tgt.python.probes);

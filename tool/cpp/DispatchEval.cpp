@@ -405,8 +405,23 @@ Val Walker::eval(const Expr* e, State& st) {
   return v;
 }
 
+std::optional<Val> Walker::declaredVal(const Expr* e) {
+  if (spec_.values.empty() || !(isa<CallExpr>(e) || isa<DeclRefExpr>(e) || isa<MemberExpr>(e))) return std::nullopt;
+  std::string key;
+  for (char c : textOf(e))
+    if (!std::isspace(static_cast<unsigned char>(c))) key += c;
+  auto it = spec_.values.find(key);
+  if (it == spec_.values.end()) return std::nullopt;
+  ExprPtr x = target::termExpr(it->second, spec_.variables);
+  if (!x) return std::nullopt;
+  if (x->sort == m::Sort::Bool) return Val::boolean(x);
+  if (x->sort == m::Sort::Int) return Val::integer(x);
+  return Val{Val::Str, x, nullptr};
+}
+
 Val Walker::evalInner(const Expr* e, State& st) {
   e = strip(e);
+  if (auto dv = declaredVal(e)) return *dv;
   if (auto k = constInt(e)) {
     if (e->getType()->isBooleanType()) return Val::boolean(m::BoolC(*k != 0));
     // Enum constants and constexprs fold; an expression mentioning a

@@ -13,6 +13,7 @@
 
 #include <tuple>
 
+#include "clang/AST/Attr.h"
 #include "clang/AST/DeclTemplate.h"
 #include "clang/AST/StmtCXX.h"
 #include "cpp/DispatchWalkerImpl.h"
@@ -287,6 +288,12 @@ Flow Walker::exec(const Stmt* s, std::vector<State> in, int depth) {
     return out;
   }
   if (auto* rs = dyn_cast<ReturnStmt>(s)) {
+    if (!inline_returns_.empty()) {
+      // The return of a function the walk entered: back to its caller.
+      for (State& st : in)
+        if (!rs->getRetValue() || effects(rs->getRetValue(), st)) inline_returns_.back()->push_back(std::move(st));
+      return out;
+    }
     if (predicate_mode_) {
       for (State& st : in)
         if (const Expr* rv = rs->getRetValue())
@@ -306,6 +313,8 @@ Flow Walker::exec(const Stmt* s, std::vector<State> in, int depth) {
     return out;
   }
   if (auto* e = dyn_cast<Expr>(s)) {
+    if (spec_.follow_calls)
+      if (auto f = followCall(e, in, depth)) return std::move(*f);
     for (State& st : in)
       if (effects(e, st)) out.normal.push_back(std::move(st));
     return out;
@@ -322,6 +331,47 @@ Flow Walker::exec(const Stmt* s, std::vector<State> in, int depth) {
     return execLoop(s, std::move(in), depth);
   if (isa<GotoStmt>(s) || isa<IndirectGotoStmt>(s)) noteOnce("goto in the dispatch is not followed");
   out.normal = std::move(in);
+  return out;
+}
+
+// cpp.follow_calls: a statement that calls a host function of the user's
+// files with a body (a launcher template's instantiation) runs that body
+// with its parameters bound to the arguments' values, so that the switches
+// and throws inside it are the dispatch's. Its returns come back here.
+std::optional<Flow> Walker::followCall(const Expr* e, std::vector<State>& in, int depth) {
+  const auto* call = dyn_cast_or_null<CallExpr>(stripCasts(e));
+  if (!call || isa<CUDAKernelCallExpr>(call) || isa<CXXOperatorCallExpr>(call)) return std::nullopt;
+  const FunctionDecl* fd = call->getDirectCallee();
+  if (!fd || isa<CXXMethodDecl>(fd)) return std::nullopt;
+  const FunctionDecl* def = nullptr;
+  if (!fd->getBody(def) || !def || !def->getBody()) return std::nullopt;
+  if (def->hasAttr<CUDAGlobalAttr>() || (def->hasAttr<CUDADeviceAttr>() && !def->hasAttr<CUDAHostAttr>()))
+    return std::nullopt;
+  if (opts_.is_user_code && !opts_.is_user_code(def->getLocation())) return std::nullopt;
+  if (std::find(entered_.begin(), entered_.end(), def) != entered_.end() || entered_.size() >= 8) return std::nullopt;
+  for (State& st : in) {
+    std::vector<Val> args;
+    for (unsigned i = 0; i < call->getNumArgs() && i < def->getNumParams(); ++i)
+      args.push_back(convert(eval(call->getArg(i), st), def->getParamDecl(i)->getType(), call->getArg(i)));
+    for (std::size_t i = 0; i < args.size(); ++i) st.locals[def->getParamDecl(static_cast<unsigned>(i))] = args[i];
+  }
+  std::vector<State> returned;
+  entered_.push_back(def);
+  inline_returns_.push_back(&returned);
+  Flow f;
+  try {
+    f = exec(def->getBody(), std::move(in), depth + 1);
+  } catch (...) {
+    entered_.pop_back();
+    inline_returns_.pop_back();
+    throw;
+  }
+  entered_.pop_back();
+  inline_returns_.pop_back();
+  Flow out;
+  out.normal = std::move(f.normal);
+  for (auto& st : returned) out.normal.push_back(std::move(st));
+  mergeStates(out.normal);
   return out;
 }
 
@@ -566,6 +616,10 @@ void Walker::finishThrow(State& st, const CXXThrowExpr* t) {
 
 // One throw leaf: a throw expression, or a failed precondition.
 void Walker::throwLeaf(const ExprPtr& pc, const std::string& msg, SourceLocation where) {
+  // A throw written in a library's macro (TORCH_CHECK): the leaf sits where
+  // the user's code invokes it (inside the user's own macro, if there).
+  while (where.isMacroID() && opts_.is_user_code && !opts_.is_user_code(sm_.getSpellingLoc(where)))
+    where = sm_.getImmediateMacroCallerLoc(where);
   raw_.push_back({m::LeafKind::Throw, pc, "", msg, where, nullptr});
   if (raw_.size() > opts_.max_paths) {
     m::Location l = loc(where, false, "dispatch");

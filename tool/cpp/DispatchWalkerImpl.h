@@ -168,6 +168,9 @@ class Walker {
   };
   Flow execSwitch(const SwitchStmt* sw, std::vector<State> in, int depth);
   Flow execLoop(const Stmt* s, std::vector<State> in, int depth);
+  std::optional<Flow> followCall(const Expr* e, std::vector<State>& in, int depth);
+  // Expressions the target declares (cpp.values), by their text without blanks.
+  std::optional<Val> declaredVal(const Expr* e);
 
   // --- preconditions (cpp.preconditions), in DispatchLaunch.cpp ----------------
 
@@ -238,6 +241,10 @@ class Walker {
  private:
   bool predicate_mode_ = false;          // runPredicate: returns are the result, not leaves
   ExprPtr returns_true_ = m::False();
+  // Functions the walk entered (cpp.follow_calls), innermost last, and where
+  // each one's returns go.
+  std::vector<const FunctionDecl*> entered_;
+  std::vector<std::vector<State>*> inline_returns_;
   int eval_depth_ = 0;
 };
 

@@ -188,6 +188,12 @@ Value Walker::evalCall(TSNode n, State& st, Frame& fr, Ctx& cx) {
 
 Value Walker::evalCallInner(TSNode n, const Args& a, State& st, Frame& fr, Ctx& cx) {
   TSNode fn = field(n, "function");
+  // A call whose value the target declares (a probe of the GPU generation).
+  if (!spec_.values.empty()) {
+    std::string callee = is(fn, "identifier") ? text(fn) : is(fn, "attribute") ? text(field(fn, "attribute")) : "";
+    if (!callee.empty())
+      if (auto dv = declaredValue(callee + "()", n)) return *dv;
+  }
   if (is(fn, "identifier")) {
     std::string name = text(fn);
     bool local = st.locals.count(name) > 0 && fr.kind != Frame::Kind::Module;

@@ -195,6 +195,7 @@ Value Walker::lookup(const std::string& name, const State& st, TSNode at) {
   // a global a function rebound on this path (`global X; X = ...`)
   auto ga = st.attrs.find(globalKey(name));
   if (ga != st.attrs.end() && ga->second.k != Value::K::Undef) return ga->second;
+  if (auto dv = declaredValue(name, at)) return *dv;
   auto g = cur_->globals.find(name);
   if (g != cur_->globals.end() && reboundElsewhere(cur_, name, at)) return unknown(at);
   if (g != cur_->globals.end() && g->second.k != Value::K::Unknown && g->second.k != Value::K::Undef) return g->second;
@@ -462,6 +463,7 @@ Value Walker::evalAttribute(TSNode n, State& st, Frame& fr, Ctx& cx) {
   if (isEnvModule(obj, st)) return envModuleRead(attr, n);
   std::string d = dotted(n);
   if (d == "os.environ") return vObject("environ", d);
+  if (auto dv = declaredValue(d, n)) return *dv;
   // A platform value by its dotted name (torch.version.hip): None off its
   // platform, some version string on it.
   if (d.find('.') != std::string::npos) {
@@ -618,6 +620,23 @@ ExprPtr Walker::iterationCount(TSNode it, State& st, Frame& fr, Ctx& cx) {
     return nullptr;
   }
   return lengthOf(eval(it, st, fr, cx));
+}
+
+}  // namespace layergate::python::detail
+
+namespace layergate::python::detail {
+
+// A name, dotted name or call ("NAME()") whose value the target declares
+// (PythonGateSpec::values), as a value over the target's variables.
+std::optional<Value> Walker::declaredValue(const std::string& key, TSNode at) {
+  if (spec_.values.empty() || key.empty()) return std::nullopt;
+  auto it = spec_.values.find(key);
+  if (it == spec_.values.end()) return std::nullopt;
+  ExprPtr e = target::termExpr(it->second, spec_.variables);
+  if (!e) return std::nullopt;
+  Value v = e->sort == Sort::Bool ? vBool(e) : e->sort == Sort::Int ? vInt(e) : vStr(e);
+  v.origin.push_back(hop("declared value", at));
+  return v;
 }
 
 }  // namespace layergate::python::detail

@@ -104,9 +104,17 @@ model::Gate Walker::runPolicy() {
     for (const auto& x : pol.inputs)
       if (x.param == p.name) in = &x;
     if (in) {
-      ExprPtr v = model::Var(in->var, Sort::Int, VarKind::Config);
+      // A declared variable's type gives the sort (an enum is a string);
+      // an optional object is None where its bool variable is false.
+      const target::Variable* decl = target::findVariable(spec_.variables, in->var);
+      Sort sort = decl ? decl->sort() : Sort::Int;
+      ExprPtr v = model::Var(in->var, sort, VarKind::Config);
       by_param[p.name] = v;
-      Value val = vInt(v);
+      Value val = sort == Sort::Int ? vInt(v) : sort == Sort::Bool ? vBool(v) : vStr(v);
+      if (in->present) {
+        Value given = vObject("tensor", p.name);
+        val = merge(v, given, vNone());
+      }
       val.origin.push_back(hop("policy input", p.node));
       st.locals[p.name] = val;
       if (!in->values.empty()) {
@@ -147,7 +155,9 @@ model::Gate Walker::runPolicy() {
   std::map<std::string, std::vector<std::pair<ExprPtr, Value>>> outs;
   for (const auto& x : exits) {
     TSNode site = ts_node_is_null(x.node) ? fi->node : x.node;
-    ExprPtr a = model::And(x.cond, model::Not(isNone(x.value, site)));
+    // A bool policy admits where it returns a true value; a record policy
+    // where it returns anything but None.
+    ExprPtr a = model::And(x.cond, pol.returns_bool ? truthy(x.value) : model::Not(isNone(x.value, site)));
     if (model::isFalse(a)) continue;
     adm.push_back(a);
     model::GateCheck g;

@@ -128,6 +128,7 @@ class Walker {
   // --- value semantics -------------------------------------------------------
   ExprPtr materialize(const Value& v, Sort s);
   ExprPtr truthy(const Value& v);
+  std::optional<Value> declaredValue(const std::string& key, TSNode at);
   ExprPtr asInt(const Value& v);
   // The length of a list value (a display, a sized list, a merge of them), or
   // null when it is not known.

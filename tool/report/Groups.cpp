@@ -283,6 +283,15 @@ std::string cleanText(const Result& r) {
     if (v.gate.state == solve::GateState::Admitted || v.gate.state == solve::GateState::AdmittedWhen) ++admitted;
   }
   int suppressed = countSuppressed(r);
+  if (r.space) {
+    // A family described as data: its admitted regions.
+    std::size_t n = r.space->served.size();
+    std::string s = n == 0 ? "no gaps: the gate admits no configuration"
+                           : fmt::format("no gaps: {} region{} of configurations admitted, each reaches a kernel{}", n,
+                                         n == 1 ? "" : "s", r.space->truncated ? " (more not listed)" : "");
+    if (suppressed) s.replace(0, 7, "no gaps reported"), s += fmt::format(" ({} suppressed)", suppressed);
+    return s;
+  }
   std::string s = admitted == 0 && elsewhere == 0
                       ? "no gaps: the gate admits no configuration"
                       : fmt::format("no gaps: {} configuration{} admitted, each reaches a kernel", admitted,

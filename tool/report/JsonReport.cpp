@@ -158,6 +158,36 @@ std::string renderJson(const Result& r) {
     selection = {{"function", r.selection->function}, {"file", r.selection->where.file}, {"line", r.selection->where.line},
                  {"arms", arms}};
   }
+  // A family described as data: its variables and the regions of their product.
+  json space = nullptr;
+  if (r.space) {
+    json vars = json::array();
+    for (const auto& v : r.variables) {
+      json x = {{"name", v.name},
+                {"type", v.type == target::Variable::Type::Int ? "int" : v.type == target::Variable::Type::Enum ? "enum" : "bool"},
+                {"doc", v.doc}};
+      if (!v.names.empty()) x["values"] = v.names;
+      if (!v.ints.empty()) x["values"] = v.ints;
+      if (v.min) x["min"] = *v.min;
+      if (v.max) x["max"] = *v.max;
+      vars.push_back(x);
+    }
+    auto regions = [](const std::vector<solve::Region>& rs) {
+      json a = json::array();
+      for (const auto& g : rs) {
+        json vals = json::object();
+        for (const auto& [k, v] : g.values) vals[k] = v;
+        json x = {{"values", vals}, {"text", g.text()}, {"kind", leafKind(g.kind)}, {"certain", g.certain}};
+        if (g.kind == model::LeafKind::Launch) x["kernel"] = g.what; else x["reason"] = g.what;
+        if (g.leaf) x["dispatch"] = {{"file", g.leaf->spelling.file}, {"line", g.leaf->spelling.line}};
+        if (g.admit) x["gate"] = {{"file", g.admit->where.file}, {"line", g.admit->where.line}};
+        a.push_back(x);
+      }
+      return a;
+    };
+    space = {{"variables", vars}, {"served", regions(r.space->served)}, {"gaps", regions(r.space->gaps)},
+             {"complete", !r.space->truncated && !r.space->undecided}};
+  }
   json notes = json::array();
   for (const auto& n : r.gate.notes) notes.push_back(n);
   for (const auto& n : r.dispatch.notes) notes.push_back(n);
@@ -184,6 +214,7 @@ std::string renderJson(const Result& r) {
                }()},
               {"opaque", opaques},
               {"selection", selection},
+              {"space", space},
               {"notes", notes},
               {"summary", {{"errors", countAtLeast(r, model::Severity::Error)},
                            {"warnings", countAtLeast(r, model::Severity::Warning) - countAtLeast(r, model::Severity::Error)},

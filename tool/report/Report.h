@@ -12,6 +12,7 @@
 
 #include "model/Model.h"
 #include "solve/Solver.h"
+#include "solve/Space.h"
 
 namespace layergate::report {
 
@@ -24,6 +25,10 @@ struct Result {
   model::Dispatch dispatch;
   std::vector<model::Finding> findings;
   std::vector<solve::CellVerdict> matrix;
+  // A family described as data: its variables and the regions of their
+  // product (instead of the world size × NVLink matrix).
+  target::Variables variables;
+  std::optional<solve::SpaceResult> space;
   std::vector<model::Hop> trace;  // the NVLink flag from the Python probe to the C++ branch
   // Each value the gate hands down, from where Python computes it to the
   // C++ conditions that read it (link::traceValues).

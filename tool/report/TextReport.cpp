@@ -240,6 +240,19 @@ std::string renderText(const Result& r, const TextOptions& o) {
                                 "possible gap needs): {}\n", a);
     }
   }
+  if (o.matrix && r.space) {
+    // A family described as data: the regions of its variables' product
+    // that the gate admits, each with the kernel that runs or the gap.
+    out += "\nConfiguration regions (the variables' values the gate admits; variables left out take any value)\n";
+    for (const auto& g : r.space->served)
+      out += fmt::format("  {}\n    -> {}\n", g.text(), g.what);
+    for (const auto& g : r.space->gaps)
+      out += fmt::format("  {}\n    -> {}{}\n", g.text(),
+                         g.kind == model::LeafKind::Throw ? "throws: " + g.what : "no kernel: " + g.what,
+                         paint("1;31", g.certain ? "  <- gap" : "  <- possible gap"));
+    if (r.space->served.empty() && r.space->gaps.empty()) out += "  (none: the gate admits no configuration)\n";
+    if (r.space->truncated) out += "  (more regions than listed)\n";
+  }
   if (o.matrix && r.selection && !r.selection->arms.empty()) {
     const auto& sel = *r.selection;
     out += fmt::format("\nSelection layer: the implementation {} ({}) returns, per cell\n", sel.function, loc(sel.where));
@@ -265,7 +278,8 @@ std::string renderText(const Result& r, const TextOptions& o) {
       if (o.notes) out += fmt::format("  selection note: {}\n", n);
   }
   // A clean run's few lines stay together; after diagnostics or details, a blank line.
-  bool spaced = !groups.empty() || (o.trace && !r.trace.empty()) || (o.matrix && !r.matrix.empty()) || (o.notes && !notes.empty());
+  bool spaced = !groups.empty() || (o.trace && !r.trace.empty()) || (o.matrix && (!r.matrix.empty() || r.space)) ||
+                (o.notes && !notes.empty());
   out += fmt::format("{}{}{}\n", spaced ? "\n" : "", summaryText(countGroups(r)),
                      suppressedText(countSuppressed(r), r.baselined));
   return out;

@@ -137,7 +137,11 @@ struct ForcedFlag {
   std::vector<std::string> kernels;  // the NVLink-branch kernels that then run
 };
 
+class SpaceSolver;  // Space.cpp: the same translation over declared variables
+
 class Solver {
+  friend class SpaceSolver;
+
  public:
   // flag_value: the value the C++ flag receives (from the flag trace), over
   // config variables; nullptr: the C++ flag is the hardware probe itself.

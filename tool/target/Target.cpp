@@ -62,6 +62,128 @@ bool tooBigForInt64(const json& x) {
          x.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
 }
 
+
+// A term (Variables.h): "name" or {"var": name}, {"var": name, "equals": v},
+// {"const": v}, {"mul" | "add" | "sub" | "div": [term, term]}.
+Term termOf(const json& j, const std::string& where) {
+  Term t;
+  if (j.is_string()) {
+    t.kind = Term::Kind::Var;
+    t.var = j.get<std::string>();
+    return t;
+  }
+  const char* shape = " must be a variable's name, {\"var\": name[, \"equals\": value]}, {\"const\": value} or "
+                      "{\"mul\" | \"add\" | \"sub\" | \"div\": [term, term]}";
+  if (!j.is_object() || j.size() < 1) throw InputError(where + shape);
+  auto scalar = [&](const json& x, Term& out) {
+    if (x.is_string()) {
+      out.kind = Term::Kind::Str;
+      out.text = x.get<std::string>();
+    } else if (x.is_boolean()) {
+      out.kind = Term::Kind::Bool;
+      out.b = x.get<bool>();
+      out.text = out.b ? "true" : "false";
+    } else if (x.is_number_integer() && !tooBigForInt64(x)) {
+      out.kind = Term::Kind::Int;
+      out.num = x.get<std::int64_t>();
+      out.text = std::to_string(out.num);
+    } else {
+      throw InputError(where + shape);
+    }
+  };
+  if (j.contains("var")) {
+    if (!j.at("var").is_string()) throw InputError(where + shape);
+    t.var = j.at("var").get<std::string>();
+    t.kind = Term::Kind::Var;
+    if (j.contains("equals")) {
+      Term c;
+      scalar(j.at("equals"), c);
+      t.kind = Term::Kind::Equals;
+      t.text = c.text;
+    }
+    return t;
+  }
+  if (j.contains("const")) {
+    scalar(j.at("const"), t);
+    return t;
+  }
+  static const std::pair<const char*, Term::Kind> ops[] = {
+      {"add", Term::Kind::Add}, {"sub", Term::Kind::Sub}, {"mul", Term::Kind::Mul}, {"div", Term::Kind::Div}};
+  for (const auto& [k, kind] : ops) {
+    if (!j.contains(k)) continue;
+    const json& a = j.at(k);
+    if (!a.is_array() || a.size() != 2) throw InputError(where + shape);
+    t.kind = kind;
+    t.args.push_back(termOf(a[0], where));
+    t.args.push_back(termOf(a[1], where));
+    return t;
+  }
+  throw InputError(where + shape);
+}
+
+std::map<std::string, Term> termsOf(const json& j, const char* key, const std::string& origin) {
+  std::map<std::string, Term> out;
+  if (!j.contains(key)) return out;
+  if (!j.at(key).is_object()) throw InputError(origin + ": \"" + key + "\" must be an object");
+  for (auto it = j.at(key).begin(); it != j.at(key).end(); ++it)
+    out[it.key()] = termOf(it.value(), origin + ": \"" + key + "." + it.key() + "\"");
+  return out;
+}
+
+Variables variablesOf(const json& j, const std::string& origin) {
+  Variables out;
+  if (!j.contains("variables")) return out;
+  const json& a = j.at("variables");
+  const std::string shape = origin + ": \"variables\" must be a list of {\"name\", \"type\": \"int\" | \"enum\" | "
+                                     "\"bool\", \"values\", \"min\", \"max\", \"doc\"}";
+  if (!a.is_array()) throw InputError(shape);
+  for (const auto& x : a) {
+    if (!x.is_object() || !x.contains("name") || !x.at("name").is_string() || !x.contains("type") ||
+        !x.at("type").is_string())
+      throw InputError(shape);
+    Variable v;
+    v.name = x.at("name").get<std::string>();
+    const std::string where = origin + ": variable \"" + v.name + "\"";
+    static const std::regex ident("[A-Za-z_][A-Za-z0-9_]*");
+    if (!std::regex_match(v.name, ident)) throw InputError(where + ": a name is a Python identifier");
+    if (findVariable(out, v.name)) throw InputError(where + " is declared twice");
+    std::string type = x.at("type").get<std::string>();
+    v.type = type == "int" ? Variable::Type::Int : type == "enum" ? Variable::Type::Enum : Variable::Type::Bool;
+    if (type != "int" && type != "enum" && type != "bool") throw InputError(where + ": \"type\" must be int, enum or bool");
+    v.doc = x.value("doc", "");
+    if (x.contains("values")) {
+      if (!x.at("values").is_array() || v.type == Variable::Type::Bool) throw InputError(shape);
+      for (const auto& e : x.at("values")) {
+        if (v.type == Variable::Type::Enum && e.is_string()) v.names.push_back(e.get<std::string>());
+        else if (v.type == Variable::Type::Int && e.is_number_integer() && !tooBigForInt64(e)) v.ints.push_back(e.get<std::int64_t>());
+        else throw InputError(where + ": \"values\" must be " + (v.type == Variable::Type::Enum ? "strings" : "integers"));
+      }
+    }
+    if (v.type == Variable::Type::Enum && v.names.empty()) throw InputError(where + ": an enum needs \"values\"");
+    for (const char* k : {"min", "max"}) {
+      if (!x.contains(k)) continue;
+      const json& b = x.at(k);
+      if (v.type != Variable::Type::Int || !b.is_number_integer() || tooBigForInt64(b))
+        throw InputError(where + ": \"" + k + "\" is an integer bound of an int variable");
+      (std::string(k) == "min" ? v.min : v.max) = b.get<std::int64_t>();
+    }
+    if (v.type == Variable::Type::Int && v.ints.empty() && (!v.min || !v.max))
+      throw InputError(where + ": an int variable needs \"values\" or both \"min\" and \"max\"");
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+// Every variable a term names is declared.
+void checkTerms(const std::map<std::string, Term>& ts, const Variables& vs, const std::string& where) {
+  std::function<void(const std::string&, const Term&)> one = [&](const std::string& key, const Term& t) {
+    if ((t.kind == Term::Kind::Var || t.kind == Term::Kind::Equals) && !findVariable(vs, t.var))
+      throw InputError(where + "." + key + "\": \"" + t.var + "\" is not one of the target's variables");
+    for (const auto& a : t.args) one(key, a);
+  };
+  for (const auto& [k, t] : ts) one(k, t);
+}
+
 }  // namespace
 
 namespace {
@@ -118,6 +240,9 @@ Target fromJson(const json& j, const std::string& origin) {
     t.python.enabling_value = en.value("value", false);
     t.python.probes = mapOf<std::string>(p, "probes", origin);
     t.python.platform_flags = mapOf<bool>(p, "platform_flags", origin);
+    t.variables = variablesOf(j, origin);
+    t.python.values = termsOf(p, "values", origin);
+    checkTerms(t.python.values, t.variables, origin + ": \"python.values");
     t.python.bool_env_helpers = strings(p, "bool_env_helpers", origin);
     t.python.env_modules = strings(p, "env_modules", origin);
     t.python.outputs = mapOf<std::string>(p, "outputs", origin);
@@ -155,6 +280,7 @@ Target fromJson(const json& j, const std::string& origin) {
     t.python.policy.functions = strings(pol, "functions", origin);
     t.python.policy.outputs = mapOf<std::string>(pol, "outputs", origin);
     t.python.policy.nbytes_product = strings(pol, "nbytes", origin);
+    t.python.policy.returns_bool = pol.value("returns", "") == "bool";
     const json& ins = object(pol, "inputs", origin);
     for (auto it = ins.begin(); it != ins.end(); ++it) {
       const std::string where = origin + ": \"python.policy.inputs." + it.key() + "\"";
@@ -162,6 +288,12 @@ Target fromJson(const json& j, const std::string& origin) {
       PythonGateSpec::PolicyInput in;
       in.param = it.key();
       in.var = it.value().value("var", it.key());
+      in.present = it.value().value("present", false);
+      if (in.present) {
+        const Variable* v = findVariable(t.variables, in.var);
+        if (!v || v->type != Variable::Type::Bool)
+          throw InputError(where + ": \"present\" needs \"var\" to name a declared bool variable");
+      }
       if (it.value().contains("values")) {
         if (!it.value().at("values").is_array()) throw InputError(where + ".values must be a list of integers");
         for (const auto& x : it.value().at("values")) {
@@ -186,6 +318,10 @@ Target fromJson(const json& j, const std::string& origin) {
     t.cpp.include_dirs = strings(c, "include_dirs", origin);
     t.cpp.defines = strings(c, "defines", origin);
     t.cpp.preconditions = strings(c, "preconditions", origin);
+    t.cpp.values = termsOf(c, "values", origin);
+    checkTerms(t.cpp.values, t.variables, origin + ": \"cpp.values");
+    t.cpp.follow_calls = c.value("follow_calls", false);
+    t.python.variables = t.cpp.variables = t.variables;
     if (c.contains("std")) {
       if (!c.at("std").is_string()) throw InputError(origin + ": \"std\" must be a string such as \"c++20\"");
       t.cpp.std = c.at("std").get<std::string>();

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "target/Variables.h"
+
 namespace layergate::target {
 
 struct PythonGateSpec {
@@ -24,6 +26,13 @@ struct PythonGateSpec {
   // Platform flags fixed by the target: a bare name, an attribute's last
   // component or a call's last component -> its value on this platform.
   std::map<std::string, bool> platform_flags;
+  // Values the target declares, over its variables: a bare or dotted name
+  // ("_ON_GFX9", "torch.half") or a call by its last component with "()"
+  // ("on_gfx9()") -> the term it is (a GPU generation compared with one of
+  // its values, a dtype constant). Read before what the code computes there
+  // (a probe of the machine the analysis does not run on).
+  std::map<std::string, Term> values;
+  Variables variables;  // the target's (Target::variables), for the terms
   // Helpers that read an env var as a bool ("true"/"1", any case, is true).
   std::vector<std::string> bool_env_helpers;
   // Modules whose attributes are env vars (envs.NAME, envs.NAME.get()).
@@ -64,12 +73,18 @@ struct PythonGateSpec {
     std::string var;                   // the config variable it is ("world_size", "numel")
     std::vector<std::int64_t> values;  // the values a caller passes (empty: any within min/max)
     std::optional<std::int64_t> min, max;
+    // The parameter is an optional object (a tensor or None) and the
+    // variable, a declared bool, says whether it is given.
+    bool present = false;
   };
   struct Policy {
     std::vector<std::string> functions;         // "get_pcie_ipc_launch_config"
     std::vector<PolicyInput> inputs;
     std::map<std::string, std::string> outputs; // record field -> config variable the C++ receives
     std::vector<std::string> nbytes_product;    // parameters whose product is the message size
+    // The function returns whether the fast path runs (a bool), not a
+    // record or None.
+    bool returns_bool = false;
     bool active() const { return !functions.empty(); }
   } policy;
 };
@@ -94,6 +109,15 @@ struct CppDispatchSpec {
   // call the path splits into a throw leaf where the argument is false and the
   // path that goes on with it true.
   std::vector<std::string> preconditions;
+  // Expressions of the dispatch, by their source text without blanks
+  // ("query.size(2)", "is_navi_gpu()", "at::ScalarType::Half") -> the term
+  // they are over the target's variables.
+  std::map<std::string, Term> values;
+  Variables variables;  // the target's (Target::variables), for the terms
+  // Functions of the given files that the walk enters at their calls (a
+  // launcher template that switches on more of the configuration), rather
+  // than counting their launches as the call's.
+  bool follow_calls = false;
 };
 
 // How `layergate check DIR` finds this target's files (tool/discover/). Paths
@@ -129,6 +153,10 @@ struct Target {
   Discovery discovery;
   PythonGateSpec python;
   CppDispatchSpec cpp;
+  // The configuration variables of a family described as data: when
+  // present, the analysis is over them (their product, grouped into
+  // regions), not over world size and NVLink cells.
+  Variables variables;
   // A layered gate whose files discovery recognises but that layergate has no
   // model of yet ("unmodelled": why). `check DIR` says it is present and not
   // analysed, never that it is clean.

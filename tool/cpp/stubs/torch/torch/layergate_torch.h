@@ -43,7 +43,11 @@ template <typename T> struct ArrayRef {
   size_t size_ = 0;
 };
 using IntArrayRef = ArrayRef<int64_t>;
-struct Error : std::runtime_error { using std::runtime_error::runtime_error; };
+struct Error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+  // TORCH_CHECK's message parts, the first string literal first.
+  template <typename... A> explicit Error(const char* what, A&&...) : std::runtime_error(what) {}
+};
 struct TensorOptions {
   TensorOptions dtype(ScalarType) const { return *this; }
   TensorOptions device(Device) const { return *this; }
@@ -178,8 +182,10 @@ template <typename T, typename... O> struct class_ : object {
 };
 }  // namespace pybind11
 
+// The message (when given) is the thrown error's first string, as a report
+// quotes it; else the condition's text.
 #define TORCH_CHECK(cond, ...) \
-  do { if (!(cond)) throw ::c10::Error(#cond); } while (0)
+  do { if (!(cond)) throw ::c10::Error(__VA_ARGS__ __VA_OPT__(,) #cond); } while (0)
 #define TORCH_CHECK_EQ(a, b) TORCH_CHECK((a) == (b))
 #define TORCH_CHECK_LE(a, b) TORCH_CHECK((a) <= (b))
 #define TORCH_CHECK_GE(a, b) TORCH_CHECK((a) >= (b))
