@@ -335,9 +335,13 @@ Flow Walker::exec(const Stmt* s, std::vector<State> in, int depth) {
 }
 
 // cpp.follow_calls: a statement that calls a host function of the user's
-// files with a body (a launcher template's instantiation) runs that body
-// with its parameters bound to the arguments' values, so that the switches
-// and throws inside it are the dispatch's. Its returns come back here.
+// files with a body (a launcher template's instantiation) runs that body, so
+// that the switches and throws inside it are the dispatch's. The body is
+// walked once per function and argument values, from a state of its own (its
+// parameters bound to the arguments): a summary of its throws and of its ways
+// back, one per kernel it launched first. Each call then adds the throws under
+// the caller's path condition and continues once per way back, so that a
+// launcher called from many branches costs one walk, not one per branch.
 std::optional<Flow> Walker::followCall(const Expr* e, std::vector<State>& in, int depth) {
   const auto* call = dyn_cast_or_null<CallExpr>(stripCasts(e));
   if (!call || isa<CUDAKernelCallExpr>(call) || isa<CXXOperatorCallExpr>(call)) return std::nullopt;
@@ -349,28 +353,68 @@ std::optional<Flow> Walker::followCall(const Expr* e, std::vector<State>& in, in
     return std::nullopt;
   if (opts_.is_user_code && !opts_.is_user_code(def->getLocation())) return std::nullopt;
   if (std::find(entered_.begin(), entered_.end(), def) != entered_.end() || entered_.size() >= 8) return std::nullopt;
+  Flow out;
   for (State& st : in) {
     std::vector<Val> args;
-    for (unsigned i = 0; i < call->getNumArgs() && i < def->getNumParams(); ++i)
+    std::string key = std::to_string(reinterpret_cast<std::uintptr_t>(def));
+    for (unsigned i = 0; i < call->getNumArgs() && i < def->getNumParams(); ++i) {
       args.push_back(convert(eval(call->getArg(i), st), def->getParamDecl(i)->getType(), call->getArg(i)));
-    for (std::size_t i = 0; i < args.size(); ++i) st.locals[def->getParamDecl(static_cast<unsigned>(i))] = args[i];
+      key += "|" + std::to_string(static_cast<int>(args.back().kind)) + ":" + (args.back().e ? args.back().e->str() : "") +
+             ":" + (args.back().nonnull ? args.back().nonnull->str() : "");
+    }
+    auto it = summaries_.find(key);
+    if (it == summaries_.end()) {
+      State fresh;
+      for (std::size_t i = 0; i < args.size(); ++i) fresh.locals[def->getParamDecl(static_cast<unsigned>(i))] = args[i];
+      std::vector<State> start;
+      start.push_back(std::move(fresh));
+      std::vector<State> returned;
+      std::size_t first_leaf = raw_.size();
+      entered_.push_back(def);
+      inline_returns_.push_back(&returned);
+      Flow f;
+      try {
+        f = exec(def->getBody(), std::move(start), depth + 1);
+      } catch (...) {
+        entered_.pop_back();
+        inline_returns_.pop_back();
+        throw;
+      }
+      entered_.pop_back();
+      inline_returns_.pop_back();
+      CallSummary sum;
+      sum.leaves.assign(raw_.begin() + static_cast<long>(first_leaf), raw_.end());
+      raw_.resize(first_leaf);
+      for (auto& b : returned) f.normal.push_back(std::move(b));
+      for (const State& x : f.normal) {
+        std::string k = x.launch ? x.launch->kernel : "";
+        auto g = std::find_if(sum.exits.begin(), sum.exits.end(), [&](const CallSummary::Exit& y) {
+          return (y.launch ? y.launch->kernel : "") == k;
+        });
+        if (g == sum.exits.end()) sum.exits.push_back({x.pc, x.launch});
+        else g->pc = orMerge(g->pc, x.pc);
+      }
+      it = summaries_.emplace(key, std::move(sum)).first;
+    }
+    const CallSummary& sum = it->second;
+    for (const RawLeaf& l : sum.leaves) {
+      ExprPtr pc = m::And(st.pc, l.cond);
+      if (m::isFalse(pc)) continue;
+      raw_.push_back({l.kind, pc, l.kernel, l.text, l.loc, l.no_else});
+    }
+    for (const auto& x : sum.exits) {
+      State next = st;
+      next.pc = m::And(st.pc, x.pc);
+      if (m::isFalse(next.pc)) continue;
+      if (x.launch && (!next.launch || x.launch->rank > next.launch->rank)) next.launch = x.launch;
+      out.normal.push_back(std::move(next));
+    }
   }
-  std::vector<State> returned;
-  entered_.push_back(def);
-  inline_returns_.push_back(&returned);
-  Flow f;
-  try {
-    f = exec(def->getBody(), std::move(in), depth + 1);
-  } catch (...) {
-    entered_.pop_back();
-    inline_returns_.pop_back();
-    throw;
+  if (raw_.size() > opts_.max_paths) {
+    m::Location l = loc(call->getBeginLoc(), false, "dispatch");
+    throw InputError(l.file + ":" + std::to_string(l.line) + ": the dispatch has more than " +
+                     std::to_string(opts_.max_paths) + " paths; giving up");
   }
-  entered_.pop_back();
-  inline_returns_.pop_back();
-  Flow out;
-  out.normal = std::move(f.normal);
-  for (auto& st : returned) out.normal.push_back(std::move(st));
   mergeStates(out.normal);
   return out;
 }

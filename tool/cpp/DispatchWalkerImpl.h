@@ -245,6 +245,17 @@ class Walker {
   // each one's returns go.
   std::vector<const FunctionDecl*> entered_;
   std::vector<std::vector<State>*> inline_returns_;
+  // What a followed function does, per function and argument values: its
+  // throws and its ways back (one per kernel it launched first).
+  struct CallSummary {
+    struct Exit {
+      ExprPtr pc;
+      std::optional<LaunchInfo> launch;
+    };
+    std::vector<RawLeaf> leaves;
+    std::vector<Exit> exits;
+  };
+  std::map<std::string, CallSummary> summaries_;
   int eval_depth_ = 0;
 };
 

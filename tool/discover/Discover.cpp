@@ -315,6 +315,7 @@ struct FileFacts {
   std::set<std::string> classes;
   std::set<std::string> methods;  // C++: wanted function names declared or defined (not only called)
   int module_functions = 0;
+  std::set<std::string> functions;  // Python: module-level defs
 };
 
 // Parsed with tree-sitter-python (the Python frontend's outline): a class
@@ -325,6 +326,7 @@ FileFacts pythonFacts(const std::string& text) {
   python::Outline o = python::outline(text);
   f.classes.insert(o.classes.begin(), o.classes.end());
   f.module_functions = o.module_functions;
+  f.functions.insert(o.functions.begin(), o.functions.end());
   return f;
 }
 
@@ -667,6 +669,13 @@ Result discover(const std::string& root, const std::vector<target::Target>& targ
     auto& facts = python ? py : cc;
     auto it = facts.find(f);
     if (it == facts.end()) return true;
+    // A policy gate's file (a platform module) holds the gate only in the
+    // versions that define one of its functions.
+    if (python && t.python.class_names.empty() && t.python.policy.active()) {
+      for (const auto& fn : t.python.policy.functions)
+        if (it->second.functions.count(fn)) return true;
+      return false;
+    }
     return defines(it->second, python ? t.python.class_names : t.cpp.class_names);
   };
   r.units = match(r.candidates, targets, accept);

@@ -205,6 +205,15 @@ ExprPtr StrToInt(ExprPtr s) {
 }
 
 std::string Expr::str() const {
+  if (args.empty()) return makeStr();
+  if (!str_made_) {
+    str_ = makeStr();
+    str_made_ = true;
+  }
+  return str_;
+}
+
+std::string Expr::makeStr() const {
   std::ostringstream o;
   switch (op) {
     case Op::BoolConst: return b ? "True" : "False";

@@ -52,6 +52,14 @@ struct Expr {
   ~Expr();
 
   std::string str() const;     // readable form, for reports and tests
+ private:
+  // str() of a compound node, made once: nodes are shared (a DAG), and
+  // without it the text of a deep path condition is rebuilt exponentially.
+  mutable std::string str_;
+  mutable bool str_made_ = false;
+  std::string makeStr() const;
+
+ public:
 };
 
 // Constructors. They fold constants and trivial cases (And(true, x) = x) so

@@ -54,7 +54,11 @@ Outline outline(const std::string& text) {
         out.classes.push_back(text.substr(ts_node_start_byte(name), ts_node_end_byte(name) - ts_node_start_byte(name)));
         stack.push_back({def, false});
       } else if (detail::is(def, "function_definition")) {
-        if (top) ++out.module_functions;
+        if (top) {
+          ++out.module_functions;
+          TSNode name = ts_node_child_by_field_name(def, "name", 4);
+          out.functions.push_back(text.substr(ts_node_start_byte(name), ts_node_end_byte(name) - ts_node_start_byte(name)));
+        }
         stack.push_back({def, false});
       } else {
         stack.push_back({k, top && !detail::is(k, "function_definition")});

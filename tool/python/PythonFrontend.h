@@ -42,6 +42,7 @@ struct Limits {
 struct Outline {
   std::vector<std::string> classes;
   int module_functions = 0;
+  std::vector<std::string> functions;  // the module-level defs' names
 };
 Outline outline(const std::string& text);
 

@@ -73,7 +73,7 @@ Term termOf(const json& j, const std::string& where) {
     return t;
   }
   const char* shape = " must be a variable's name, {\"var\": name[, \"equals\": value]}, {\"const\": value} or "
-                      "{\"mul\" | \"add\" | \"sub\" | \"div\": [term, term]}";
+                      "{\"mul\" | \"add\" | \"sub\" | \"div\": [term, term]} or {\"if\": term, \"then\": term, \"else\": term}";
   if (!j.is_object() || j.size() < 1) throw InputError(where + shape);
   auto scalar = [&](const json& x, Term& out) {
     if (x.is_string()) {
@@ -105,6 +105,14 @@ Term termOf(const json& j, const std::string& where) {
   }
   if (j.contains("const")) {
     scalar(j.at("const"), t);
+    return t;
+  }
+  if (j.contains("if")) {
+    if (!j.contains("then") || !j.contains("else")) throw InputError(where + shape);
+    t.kind = Term::Kind::If;
+    t.args.push_back(termOf(j.at("if"), where));
+    t.args.push_back(termOf(j.at("then"), where));
+    t.args.push_back(termOf(j.at("else"), where));
     return t;
   }
   static const std::pair<const char*, Term::Kind> ops[] = {

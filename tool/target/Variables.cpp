@@ -31,6 +31,12 @@ m::ExprPtr termExpr(const Term& t, const Variables& vs) {
         return nullptr;
       }
     }
+    case Term::Kind::If: {
+      if (t.args.size() != 3) return nullptr;
+      m::ExprPtr c = termExpr(t.args[0], vs), a = termExpr(t.args[1], vs), b = termExpr(t.args[2], vs);
+      if (!c || !a || !b || c->sort != m::Sort::Bool || a->sort != b->sort) return nullptr;
+      return m::Ite(c, a, b);
+    }
     case Term::Kind::Add:
     case Term::Kind::Sub:
     case Term::Kind::Mul:

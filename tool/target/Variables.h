@@ -31,13 +31,13 @@ struct Variable {
 };
 
 struct Term {
-  enum class Kind { Var, Equals, Int, Str, Bool, Add, Sub, Mul, Div };
+  enum class Kind { Var, Equals, Int, Str, Bool, Add, Sub, Mul, Div, If };
   Kind kind = Kind::Int;
   std::string var;   // Var, Equals: the variable
   std::string text;  // Str: the constant; Equals: the value compared with
   std::int64_t num = 0;
   bool b = false;
-  std::vector<Term> args;  // Add, Sub, Mul, Div: two operands
+  std::vector<Term> args;  // Add, Sub, Mul, Div: two operands; If: condition, then, else
 };
 
 using Variables = std::vector<Variable>;
