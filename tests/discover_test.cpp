@@ -947,3 +947,27 @@ TEST_F(Tree, PolicyGateIsFoundAndAnUnmodelledOneIsSaid) {
   else unsetenv("LAYERGATE_RULES");
   fs::remove_all(rules);
 }
+
+// --- a policy gate's module -------------------------------------------------------
+
+// A platform module (vllm/platforms/rocm.py) holds the paged-attention gate
+// only in the versions that define its function: older ones are not a gate.
+TEST_F(Tree, APolicyTargetTakesItsModuleOnlyWhereItDefinesThePolicy) {
+  auto t = targets();
+  const fs::path fx = fs::path(LAYERGATE_FIXTURES) / "rocm-paged-attention";
+  put(root_ / "vllm/platforms/rocm.py", "def on_gfx9():\n    return True\n");
+  fs::create_directories(root_ / "csrc/rocm");
+  fs::copy_file(fx / "csrc/rocm/attention.cu", root_ / "csrc/rocm/attention.cu");
+  auto found = discover::discover(root_.string(), t);
+  for (const auto& u : found.units) EXPECT_NE(u.target, "rocm-paged-attention") << u.python_files[0];
+  fs::copy_file(fx / "vllm/platforms/rocm.py", root_ / "vllm/platforms/rocm.py", fs::copy_options::overwrite_existing);
+  found = discover::discover(root_.string(), t);
+  bool taken = false;
+  for (const auto& u : found.units)
+    if (u.target == "rocm-paged-attention") {
+      taken = true;
+      EXPECT_EQ(u.python_files, std::vector<std::string>{"vllm/platforms/rocm.py"});
+      EXPECT_EQ(u.cpp_files, std::vector<std::string>{"csrc/rocm/attention.cu"});
+    }
+  EXPECT_TRUE(taken);
+}

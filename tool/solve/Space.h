@@ -37,7 +37,7 @@ struct Region {
   const model::GateCheck* admit = nullptr;  // the gate's return that admits it
   bool certain = true;       // a gap for every value of the uninterpreted Python terms
   std::vector<model::OpaqueSymbol> depends_on;
-  // The box in words: "head_size 256, block_size 16..32" (variables spanning
+  // The box in words: "arch gfx9, size 256, ratio 1..16" (variables spanning
   // their domain left out; "every configuration" when all do).
   std::string text() const;
 };
