@@ -190,12 +190,15 @@ Value Walker::importedValue(const std::string& name, TSNode at) {
 }
 
 Value Walker::lookup(const std::string& name, const State& st, TSNode at) {
+  // A name the target declares is what the target says, whether the code
+  // computes it at module level or in the function (`ON_GFX9 = any(...)`
+  // over the device's architecture string).
+  if (auto dv = declaredValue(name, at)) return *dv;
   auto it = st.locals.find(name);
   if (it != st.locals.end() && it->second.k != Value::K::Undef) return it->second;
   // a global a function rebound on this path (`global X; X = ...`)
   auto ga = st.attrs.find(globalKey(name));
   if (ga != st.attrs.end() && ga->second.k != Value::K::Undef) return ga->second;
-  if (auto dv = declaredValue(name, at)) return *dv;
   auto g = cur_->globals.find(name);
   if (g != cur_->globals.end() && reboundElsewhere(cur_, name, at)) return unknown(at);
   if (g != cur_->globals.end() && g->second.k != Value::K::Unknown && g->second.k != Value::K::Undef) return g->second;

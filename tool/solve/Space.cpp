@@ -2,6 +2,7 @@
 #include "solve/Space.h"
 
 #include <map>
+#include <set>
 
 #include "solve/SolverImpl.h"
 
@@ -64,6 +65,21 @@ class SpaceSolver {
     for (unsigned i = 0; i < I.py_opaques.size(); ++i) {
       all.push_back(I.py_opaques[i]);
       if (I.py_opaque_free[i]) free.push_back(I.py_opaques[i]);
+    }
+    // The gate's other configuration (environment variables, a probe's
+    // config variable) is the user's or the machine's: some value of it.
+    // A region is over the declared variables alone.
+    {
+      std::set<unsigned> known;
+      for (const auto& x : x_) known.insert(x.id());
+      for (unsigned i = 0; i < I.py_opaques.size(); ++i) known.insert(I.py_opaques[i].id());
+      for (unsigned i = 0; i < I.cpp_opaques.size(); ++i) known.insert(I.cpp_opaques[i].id());
+      for (const auto& [key, c] : I.vars)
+        if (!known.count(c.id())) {
+          free.push_back(c);
+          all.push_back(c);
+          known.insert(c.id());
+        }
     }
     z3::expr g_poss = all.empty() ? g : z3::exists(all, g);
     z3::expr g_cert = free.empty() ? g : z3::exists(free, g);
