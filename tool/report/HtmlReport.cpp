@@ -362,6 +362,18 @@ std::string renderSection(const HtmlSection& s, size_t index, const HtmlOptions&
   if (r.findings.empty()) out += "<p class=\"muted\">none: every configuration the gate admits reaches a kernel.</p>\n";
   for (size_t i = 0; i < r.findings.size(); ++i) out += renderFinding(page, r, r.findings[i], i, unit);
   if (!r.matrix.empty()) out += renderMatrix(page, r, unit);
+  if (r.space) {
+    // A family described as data: the regions the gate admits, each with
+    // its kernel or its gap.
+    std::string rows;
+    for (const auto* list : {&r.space->served, &r.space->gaps})
+      for (const auto& g : *list)
+        rows += fmt::format("<tr><td>{}</td><td>{}</td></tr>\n", esc(g.text()),
+                            g.kind == model::LeafKind::Launch ? esc(g.what)
+                                                              : fmt::format("<b class=\"gap\">{}{}</b>", g.kind == model::LeafKind::Throw ? "throws: " : "no kernel: ", esc(g.what)));
+    out += "<h3>Configuration regions (variables left out take any value)</h3>\n<table class=\"regions\">\n"
+           "<thead><tr><th>the gate admits</th><th>the dispatch</th></tr></thead>\n<tbody>\n" + rows + "</tbody></table>\n";
+  }
   if (r.selection && !r.selection->arms.empty()) out += renderSelection(page, r);
   if (!r.trace.empty()) out += "<h3>Flag trace: the NVLink flag from the Python probe to the C++ branch</h3>\n" + renderTrace(page, r.trace);
   std::string notes;

@@ -265,23 +265,28 @@ class SpaceSolver {
           } else {
             auto grow = [&](int sign) {
               // the farthest end from `at` (towards lo or hi) that keeps the range inside q
+              // (steps never pass the limit: no overflow near the int64 ends)
               int64_t good = at, limit = sign > 0 ? hi : lo;
               int64_t step = 1;
-              int64_t bad = limit + sign;
+              int64_t bad = limit;
+              bool bad_found = false;
               while (true) {
-                int64_t next = sign > 0 ? std::min(limit, good + step) : std::max(limit, good - step);
+                int64_t room = sign > 0 ? limit - good : good - limit;
+                int64_t next = step >= room ? limit : (sign > 0 ? good + step : good - step);
                 if (next == good) break;
                 bool ok = inside(rest && (sign > 0 ? range(at, next) : range(next, at)), within);
                 if (!ok) {
                   bad = next;
+                  bad_found = true;
                   break;
                 }
                 good = next;
                 if (good == limit) return good;
-                step *= 2;
+                if (step < (int64_t(1) << 61)) step *= 2;
               }
+              if (!bad_found) return good;
               while ((sign > 0 ? bad - good : good - bad) > 1) {
-                int64_t mid = good + (bad - good) / 2;
+                int64_t mid = sign > 0 ? good + (bad - good) / 2 : good - (good - bad) / 2;
                 if (inside(rest && (sign > 0 ? range(at, mid) : range(mid, at)), within)) good = mid;
                 else bad = mid;
               }

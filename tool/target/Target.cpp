@@ -65,8 +65,9 @@ bool tooBigForInt64(const json& x) {
 
 // A term (Variables.h): "name" or {"var": name}, {"var": name, "equals": v},
 // {"const": v}, {"mul" | "add" | "sub" | "div": [term, term]}.
-Term termOf(const json& j, const std::string& where) {
+Term termOf(const json& j, const std::string& where, int depth = 0) {
   Term t;
+  if (depth > 32) throw InputError(where + ": a term nests deeper than 32 levels");
   if (j.is_string()) {
     t.kind = Term::Kind::Var;
     t.var = j.get<std::string>();
@@ -110,9 +111,9 @@ Term termOf(const json& j, const std::string& where) {
   if (j.contains("if")) {
     if (!j.contains("then") || !j.contains("else")) throw InputError(where + shape);
     t.kind = Term::Kind::If;
-    t.args.push_back(termOf(j.at("if"), where));
-    t.args.push_back(termOf(j.at("then"), where));
-    t.args.push_back(termOf(j.at("else"), where));
+    t.args.push_back(termOf(j.at("if"), where, depth + 1));
+    t.args.push_back(termOf(j.at("then"), where, depth + 1));
+    t.args.push_back(termOf(j.at("else"), where, depth + 1));
     return t;
   }
   static const std::pair<const char*, Term::Kind> ops[] = {
@@ -122,8 +123,8 @@ Term termOf(const json& j, const std::string& where) {
     const json& a = j.at(k);
     if (!a.is_array() || a.size() != 2) throw InputError(where + shape);
     t.kind = kind;
-    t.args.push_back(termOf(a[0], where));
-    t.args.push_back(termOf(a[1], where));
+    t.args.push_back(termOf(a[0], where, depth + 1));
+    t.args.push_back(termOf(a[1], where, depth + 1));
     return t;
   }
   throw InputError(where + shape);
@@ -175,6 +176,11 @@ Variables variablesOf(const json& j, const std::string& origin) {
         throw InputError(where + ": \"" + k + "\" is an integer bound of an int variable");
       (std::string(k) == "min" ? v.min : v.max) = b.get<std::int64_t>();
     }
+    constexpr std::int64_t kBound = std::int64_t(1) << 62;
+    auto outside = [&](std::int64_t x) { return x < -kBound || x > kBound; };
+    if ((v.min && outside(*v.min)) || (v.max && outside(*v.max)) || std::any_of(v.ints.begin(), v.ints.end(), outside))
+      throw InputError(where + ": values and bounds must lie within -2^62..2^62");
+    if (v.min && v.max && *v.min > *v.max) throw InputError(where + ": \"min\" is above \"max\"");
     if (v.type == Variable::Type::Int && v.ints.empty() && (!v.min || !v.max))
       throw InputError(where + ": an int variable needs \"values\" or both \"min\" and \"max\"");
     out.push_back(std::move(v));
