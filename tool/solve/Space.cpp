@@ -90,7 +90,7 @@ class SpaceSolver {
     z3::expr launch = I.ctx.bool_val(false);
     for (std::size_t i = 0; i < leaves.size(); ++i)
       if (disp_.leaves[i].kind == m::LeafKind::Launch) launch = launch || leaves[i];
-    z3::expr launch_any = I.existsCpp(launch);
+    z3::expr launch_any = existsCpp(launch);
 
     try {
       // Gaps: per leaf without a kernel, in order (a configuration is the
@@ -115,7 +115,7 @@ class SpaceSolver {
       z3::expr before = I.ctx.bool_val(false);
       for (const auto& [i, cond] : groups) {
         const m::Leaf& leaf = disp_.leaves[i];
-        z3::expr reach = I.existsCpp(cond);
+        z3::expr reach = existsCpp(cond);
         z3::expr base = !launch_any && reach && !before;
         before = before || reach;
         for (bool certain : {true, false}) {
@@ -145,7 +145,7 @@ class SpaceSolver {
             reach = reach || leaves[i];
             if (!first) first = &disp_.leaves[i];
           }
-        z3::expr r_any = I.existsCpp(reach);
+        z3::expr r_any = existsCpp(reach);
         for (Region& r : boxes(g_poss && r_any && !done, out.truncated)) {
           r.kind = m::LeafKind::Launch;
           r.what = k;
@@ -162,6 +162,37 @@ class SpaceSolver {
   }
 
  private:
+  // exists (the dispatch's opaque terms f reads). f: only those (a large
+  // dispatch has many, and each costs the quantifier elimination).
+  z3::expr existsCpp(const z3::expr& f) {
+    std::set<unsigned> opaque;
+    for (unsigned i = 0; i < I.cpp_opaques.size(); ++i) opaque.insert(I.cpp_opaques[i].id());
+    z3::expr_vector bound(I.ctx);
+    std::set<unsigned> seen;
+    std::vector<z3::expr> stack{f};
+    while (!stack.empty()) {
+      z3::expr e = stack.back();
+      stack.pop_back();
+      if (!e.is_app() || !seen.insert(e.id()).second) continue;
+      if (e.is_const() && opaque.count(e.id())) {
+        bound.push_back(e);
+        continue;
+      }
+      for (unsigned k = 0; k < e.num_args(); ++k) stack.push_back(e.arg(k));
+    }
+    if (bound.empty()) return f;
+    z3::expr q = z3::exists(bound, f);
+    try {
+      z3::goal g(I.ctx);
+      g.add(q);
+      z3::tactic qe = z3::try_for(z3::tactic(I.ctx, "qe"), I.opt.timeout_ms);
+      z3::apply_result ar = qe(g);
+      if (ar.size() == 1) return ar[0].as_expr();
+    } catch (const z3::exception&) {
+    }
+    return q;
+  }
+
   struct Undecided {
     std::string why;
   };
