@@ -84,8 +84,11 @@ class SpaceSolver {
     z3::expr g_poss = all.empty() ? g : z3::exists(all, g);
     z3::expr g_cert = free.empty() ? g : z3::exists(free, g);
     if (!I.py_uninterp.empty()) g_cert = z3::forall(I.py_uninterp, g_cert);
+    // What a possible gap depends on: the uninterpreted terms the gate's
+    // formulas read (the walk may have met others that decide nothing).
+    std::set<std::string> read(I.py_uninterp_names.begin(), I.py_uninterp_names.end());
     for (const auto& o : gate_.opaques)
-      if (!o.free) uninterp_.push_back(o);
+      if (!o.free && read.count(o.name)) uninterp_.push_back(o);
 
     z3::expr launch = I.ctx.bool_val(false);
     for (std::size_t i = 0; i < leaves.size(); ++i)
