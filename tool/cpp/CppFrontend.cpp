@@ -213,6 +213,12 @@ class Consumer : public SemaConsumer {
             for (const auto& l : job_.result.dispatch.leaves) launches |= l.kind == model::LeafKind::Launch;
             for (auto& b : trace.errorsInside(chosen, job_.diags->located, launches, &reached))
               job_.result.dispatch.broken.push_back(std::move(b));
+            // In a function the walk entered, any error may be a condition
+            // clang could not type (a switch whose cases it then dropped):
+            // every one counts, on the paths through it.
+            for (const FunctionDecl* f : reached.followed)
+              for (auto& b : trace.errorsInside(f, job_.diags->located, false, &reached))
+                job_.result.dispatch.broken.push_back(std::move(b));
           }
         }
       }

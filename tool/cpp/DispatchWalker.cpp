@@ -364,6 +364,8 @@ std::optional<Flow> Walker::followCall(const Expr* e, std::vector<State>& in, in
     }
     auto it = summaries_.find(key);
     if (it == summaries_.end()) {
+      if (reached_ && std::find(reached_->followed.begin(), reached_->followed.end(), def) == reached_->followed.end())
+        reached_->followed.push_back(def);
       State fresh;
       for (std::size_t i = 0; i < args.size(); ++i) fresh.locals[def->getParamDecl(static_cast<unsigned>(i))] = args[i];
       std::vector<State> start;

@@ -66,6 +66,9 @@ class Reached {
   };
   const clang::SourceManager* sm = nullptr;
   std::vector<Span> spans;
+  // Functions the walk entered at their calls (cpp.follow_calls): a clang
+  // error inside one is the dispatch's too.
+  std::vector<const clang::FunctionDecl*> followed;
   model::ExprPtr at(clang::SourceLocation l) const;
 };
 

@@ -94,6 +94,12 @@ class SpaceSolver {
     for (std::size_t i = 0; i < leaves.size(); ++i)
       if (disp_.leaves[i].kind == m::LeafKind::Launch) launch = launch || leaves[i];
     z3::expr launch_any = existsCpp(launch);
+    // Clang errors in the dispatch (or a function it enters): the paths
+    // through one may be code the walk misread, so a gap there is never
+    // certain (Dispatch::broken).
+    z3::expr broken = I.ctx.bool_val(false);
+    for (const auto& b : disp_.broken) broken = broken || (b.reached ? I.translate(b.reached, Side::Cpp) : I.ctx.bool_val(true));
+    z3::expr broken_any = existsCpp(broken);
 
     try {
       // Gaps: per leaf without a kernel, in order (a configuration is the
@@ -121,15 +127,19 @@ class SpaceSolver {
         z3::expr reach = existsCpp(cond);
         z3::expr base = !launch_any && reach && !before;
         before = before || reach;
+        z3::expr cert = g_cert && base && !broken_any;
         for (bool certain : {true, false}) {
-          z3::expr q = certain ? g_cert && base : g_poss && !g_cert && base;
-          if (!certain && I.py_uninterp.empty()) continue;
+          z3::expr q = certain ? cert : g_poss && base && !cert;
+          if (!certain && I.py_uninterp.empty() && disp_.broken.empty()) continue;
           for (Region& r : boxes(q, out.truncated)) {
             r.kind = leaf.kind;
             r.what = leaf.text;
             r.leaf = &leaf;
             r.certain = certain;
-            if (!certain) r.depends_on = uninterp_;
+            if (!certain) {
+              r.depends_on = uninterp_;
+              r.depends_on.insert(r.depends_on.end(), disp_.broken.begin(), disp_.broken.end());
+            }
             out.gaps.push_back(std::move(r));
           }
         }
