@@ -216,9 +216,19 @@ class Consumer : public SemaConsumer {
             // In a function the walk entered, any error may be a condition
             // clang could not type (a switch whose cases it then dropped):
             // every one counts, on the paths through it.
-            for (const FunctionDecl* f : reached.followed)
-              for (auto& b : trace.errorsInside(f, job_.diags->located, false, &reached))
-                job_.result.dispatch.broken.push_back(std::move(b));
+            std::set<const FunctionDecl*> patterns;  // the instantiations of one template share its errors
+            for (const FunctionDecl* f : reached.followed) {
+              const FunctionDecl* p = f->getTemplateInstantiationPattern() ? f->getTemplateInstantiationPattern() : f;
+              if (p == chosen || !patterns.insert(p).second) continue;
+              for (auto& b : trace.errorsInside(p, job_.diags->located, false, &reached)) {
+                auto& known = job_.result.dispatch.broken;
+                bool seen = std::any_of(known.begin(), known.end(), [&](const model::OpaqueSymbol& k) {
+                  return k.text == b.text && k.where.file == b.where.file && k.where.line == b.where.line &&
+                         k.where.col == b.where.col;
+                });
+                if (!seen) known.push_back(std::move(b));
+              }
+            }
           }
         }
       }
