@@ -8,6 +8,7 @@
 #include "checks/Check.h"
 #include "discover/Discover.h"
 #include "fix/Fix.h"
+#include "jobs/Jobs.h"
 #include "link/CppChecks.h"
 #include "link/WorldSize.h"
 #include "link/Link.h"
@@ -161,14 +162,21 @@ report::Result analyse(const Request& req) {
   limits.max_bytes = req.max_file_bytes;
   limits.max_depth = req.max_depth;
   limits.route = req.route;
+  // The two frontends side by side where the job budget allows: neither reads
+  // the other's result. An error of the Python side is the one reported when
+  // both stop, as when they run one after the other.
   std::vector<python::SourceFile> sources;
-  for (const auto& path : req.python_files) sources.push_back({path, readSource(path, req.max_file_bytes)});
-  r.gate = python::extractGate(sources, tgt.python, limits);
-
-  for (const auto& path : req.cpp_files) readSource(path, req.max_file_bytes);  // existence, size
-  cpp::ParseOptions cpp_options = req.cpp;
-  cpp_options.max_depth = req.max_depth;
-  r.dispatch = cpp::extractDispatch(req.cpp_files, tgt.cpp, cpp_options);
+  jobs::forEach(2, [&](std::size_t side) {
+    if (side == 0) {
+      for (const auto& path : req.python_files) sources.push_back({path, readSource(path, req.max_file_bytes)});
+      r.gate = python::extractGate(sources, tgt.python, limits);
+      return;
+    }
+    for (const auto& path : req.cpp_files) readSource(path, req.max_file_bytes);  // existence, size
+    cpp::ParseOptions cpp_options = req.cpp;
+    cpp_options.max_depth = req.max_depth;
+    r.dispatch = cpp::extractDispatch(req.cpp_files, tgt.cpp, cpp_options);
+  });
   // A check the gate calls through an op whose C++ body was given is read
   // like Python code, with the arguments the call passes.
   link::interpretCppChecks(r.gate, r.dispatch, tgt.python.probes);

@@ -71,7 +71,7 @@ namespace {
 
 class IncludeWatcher : public PPCallbacks {
  public:
-  IncludeWatcher(ParseJob& job, SourceManager& sm) : job_(job), sm_(sm) {}
+  explicit IncludeWatcher(ParseJob& job) : job_(job) {}
   void InclusionDirective(SourceLocation hash, const Token&, StringRef, bool, CharSourceRange,
                           OptionalFileEntryRef file, StringRef, StringRef, const Module*, bool,
                           SrcMgr::CharacteristicKind) override {
@@ -90,7 +90,6 @@ class IncludeWatcher : public PPCallbacks {
 
  private:
   ParseJob& job_;
-  SourceManager& sm_;
 };
 
 class FindDispatch : public RecursiveASTVisitor<FindDispatch> {
@@ -182,8 +181,15 @@ class Consumer : public SemaConsumer {
       };
       TraceCollector trace(ctx, *job_.spec, wo.file_name, inGiven);
       if (job_.want_dispatch) {
+        // This TU's own top-level declarations, in order, as the visitor
+        // walks the TU's: the precompiled prelude declares no dispatch, and
+        // walking its declarations would read every one of them from the PCH.
         FindDispatch finder(*job_.spec);
-        finder.TraverseDecl(ctx.getTranslationUnitDecl());
+        for (Decl* d : ctx.getTranslationUnitDecl()->noload_decls()) {
+          auto* rd = dyn_cast<CXXRecordDecl>(d);
+          if (isa<BlockDecl>(d) || isa<CapturedDecl>(d) || (rd && rd->isLambda())) continue;
+          finder.TraverseDecl(d);
+        }
         if (!finder.found.empty()) {
           const FunctionDecl* chosen = finder.found.front();
           for (const FunctionDecl* md : finder.found)
@@ -240,7 +246,7 @@ class Action : public ASTFrontendAction {
  public:
   explicit Action(ParseJob& job) : job_(job) {}
   std::unique_ptr<ASTConsumer> CreateASTConsumer(CompilerInstance& ci, StringRef) override {
-    ci.getPreprocessor().addPPCallbacks(std::make_unique<IncludeWatcher>(job_, ci.getSourceManager()));
+    ci.getPreprocessor().addPPCallbacks(std::make_unique<IncludeWatcher>(job_));
     return std::make_unique<Consumer>(job_, ci);
   }
 
