@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <exception>
+#include <locale>
 #include <mutex>
 #include <system_error>
 #include <thread>
@@ -39,6 +40,15 @@ void give(unsigned n) {
   Budget& b = budget();
   std::lock_guard<std::mutex> lock(b.m);
   b.lent -= n;
+}
+
+// libstdc++ fills std::ctype<char>'s narrow() cache on the first use of each
+// character, unsynchronised (GCC PR 77704), and std::regex goes through it
+// when it compiles a pattern, on whatever thread does. Filled once, before
+// the first thread is started, it is only read afterwards.
+void fillNarrowCache() {
+  const auto& ct = std::use_facet<std::ctype<char>>(std::locale());
+  for (int c = 0; c < 256; ++c) ct.narrow(static_cast<char>(c), '\0');
 }
 
 }  // namespace
@@ -79,6 +89,10 @@ void forEach(std::size_t n, const std::function<void(std::size_t)>& f) {
     }
   };
   unsigned extra = n > 1 ? take(static_cast<unsigned>(std::min<std::size_t>(n - 1, 1024))) : 0;
+  if (extra > 0) {
+    static const bool filled = (fillNarrowCache(), true);
+    (void)filled;
+  }
   std::vector<std::thread> threads;
   threads.reserve(extra);
   // Each extra thread goes back to the budget as soon as it runs out of
