@@ -43,9 +43,9 @@ void give(unsigned n) {
 }
 
 // libstdc++ fills std::ctype<char>'s narrow() cache on the first use of each
-// character, unsynchronised (GCC PR 77704), and std::regex goes through it
-// when it compiles a pattern, on whatever thread does. Filled once, before
-// the first thread is started, it is only read afterwards.
+// character, unsynchronised, and std::regex goes through it when it compiles
+// a pattern, on whatever thread does. Filled once, before the first thread
+// is started, it is only read afterwards.
 void fillNarrowCache() {
   const auto& ct = std::use_facet<std::ctype<char>>(std::locale());
   for (int c = 0; c < 256; ++c) ct.narrow(static_cast<char>(c), '\0');
