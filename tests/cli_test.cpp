@@ -422,6 +422,12 @@ TEST(Cli, PlatformGroupsTheReportAndSelectsTheAnalyses) {
             std::string::npos) << all.out;
   EXPECT_NE(all.out.find("(target quick-allreduce): no gaps: "), std::string::npos) << all.out;
   EXPECT_NE(all.out.find("\nin all, 3 gates: 1 error (3 configurations), 0 warnings\n"), std::string::npos) << all.out;
+  // The analyses side by side or one after another: the same report.
+  for (const char* jobs : {" -j 1", " --jobs 3"}) {
+    CliRun r = lgtest::runCli(std::string("check . --color never") + jobs, dir);
+    EXPECT_EQ(r.status, all.status) << jobs << r.err;
+    EXPECT_EQ(r.out, all.out) << jobs;
+  }
 
   CliRun rocm_only = lgtest::runCli("check . --platform rocm --color never", dir);
   EXPECT_EQ(rocm_only.status, 0) << rocm_only.out << rocm_only.err;

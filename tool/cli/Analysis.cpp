@@ -3,11 +3,15 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "checks/Check.h"
 #include "discover/Discover.h"
 #include "fix/Fix.h"
+#include "jobs/Jobs.h"
 #include "link/CppChecks.h"
 #include "link/WorldSize.h"
 #include "link/Link.h"
@@ -53,29 +57,41 @@ namespace {
 
 // The selection layer: per class the selection function can return, the
 // cells in which it does (each arm as a gate over an empty dispatch: the
-// matrix's gate column says always / when ENV=... / never).
-void selectionLayer(const std::vector<python::SourceFile>& sources, const target::PythonGateSpec& spec,
-                    const python::Limits& limits, const Request& req, report::Result& r) {
-  if (spec.selection_functions.empty()) return;
+// matrix's gate column says always / when ENV=... / never). Reads nothing of
+// the analysis's own solver: each arm has a solver of its own, so the arms
+// run side by side where the job budget allows.
+struct SelectionLayer {
+  std::optional<model::Selection> selection;
+  std::vector<std::vector<solve::CellVerdict>> cells;  // one per arm
+  std::string note;                                    // why it was not analysed
+};
+
+SelectionLayer selectionLayer(const std::vector<python::SourceFile>& sources, const target::PythonGateSpec& spec,
+                              const python::Limits& limits, const Request& req) {
+  SelectionLayer out;
+  if (spec.selection_functions.empty()) return out;
   try {
-    r.selection = python::extractSelection(sources, spec, limits);
+    out.selection = python::extractSelection(sources, spec, limits);
   } catch (const InputError& e) {
-    r.gate.notes.push_back(std::string("selection layer not analysed: ") + e.what());
-    return;
+    out.note = std::string("selection layer not analysed: ") + e.what();
+    return out;
   }
-  if (!r.selection) return;
-  model::Dispatch none;
-  for (const auto& arm : r.selection->arms) {
+  if (!out.selection) return out;
+  const auto& arms = out.selection->arms;
+  out.cells.resize(arms.size());
+  jobs::forEach(arms.size(), [&](std::size_t i) {
+    model::Dispatch none;
     model::Gate g;
-    g.admit = arm.condition;
-    g.env_reads = r.selection->env_reads;
-    g.opaques = r.selection->opaques;
-    g.assumed = r.selection->assumed;
+    g.admit = arms[i].condition;
+    g.env_reads = out.selection->env_reads;
+    g.opaques = out.selection->opaques;
+    g.assumed = out.selection->assumed;
     solve::Options o = req.solve;
     o.sizes = false;  // which class, not which sizes: the class's own gate bounds those
     solve::Solver s(g, none, o);
-    r.selection_cells.push_back(s.matrix());
-  }
+    out.cells[i] = s.matrix();
+  });
+  return out;
 }
 
 // Files given without --target: the target whose dispatch they define, by
@@ -161,14 +177,21 @@ report::Result analyse(const Request& req) {
   limits.max_bytes = req.max_file_bytes;
   limits.max_depth = req.max_depth;
   limits.route = req.route;
+  // The two frontends side by side where the job budget allows: neither reads
+  // the other's result. An error of the Python side is the one reported when
+  // both stop, as when they run one after the other.
   std::vector<python::SourceFile> sources;
-  for (const auto& path : req.python_files) sources.push_back({path, readSource(path, req.max_file_bytes)});
-  r.gate = python::extractGate(sources, tgt.python, limits);
-
-  for (const auto& path : req.cpp_files) readSource(path, req.max_file_bytes);  // existence, size
-  cpp::ParseOptions cpp_options = req.cpp;
-  cpp_options.max_depth = req.max_depth;
-  r.dispatch = cpp::extractDispatch(req.cpp_files, tgt.cpp, cpp_options);
+  jobs::forEach(2, [&](std::size_t side) {
+    if (side == 0) {
+      for (const auto& path : req.python_files) sources.push_back({path, readSource(path, req.max_file_bytes)});
+      r.gate = python::extractGate(sources, tgt.python, limits);
+      return;
+    }
+    for (const auto& path : req.cpp_files) readSource(path, req.max_file_bytes);  // existence, size
+    cpp::ParseOptions cpp_options = req.cpp;
+    cpp_options.max_depth = req.max_depth;
+    r.dispatch = cpp::extractDispatch(req.cpp_files, tgt.cpp, cpp_options);
+  });
   if (!tgt.variables.empty()) {
     // A family described as data: the regions of its variables' product.
     r.variables = tgt.variables;
@@ -186,57 +209,69 @@ report::Result analyse(const Request& req) {
   // like Python code, with the arguments the call passes.
   link::interpretCppChecks(r.gate, r.dispatch, tgt.python.probes);
 
-  // Follow the flag across the boundary; the C++ side of the flag is then
-  // the value Python passes, not the hardware probe.
-  link::FlagLink flag = link::traceFlag(r.gate, r.dispatch);
-  r.trace = flag.hops;
-  for (auto& v : link::traceValues(r.gate, r.dispatch, tgt.cpp.members))
-    r.value_traces.push_back({v.var, v.field, std::move(v.hops), v.reaches_cpp});
-  // With just the gate and the dispatch header the chain between them (op
-  // wrapper, bindings, .cu entry) was not given, so its break is expected:
-  // say so in a note. With more files, a break is a finding (LG006).
-  // So too for the fallback layout, whose chain is only what was found
-  // beside the dispatch by content.
-  if (req.python_files.size() + req.cpp_files.size() <= 2 || req.chain_by_content) {
-    auto& ps = flag.problems;
-    for (auto it = ps.begin(); it != ps.end();)
-      if (it->rule == "LG006") {
-        r.dispatch.notes.push_back(it->message + " (LG003/LG005 need the whole chain: give the op wrapper, bindings and .cu files too)");
-        it = ps.erase(it);
-      } else {
-        ++it;
-      }
-  }
-  // The world size C++ receives, when it is not the group's size (a gate that
-  // hands C++ a per-node slice of its handles).
-  link::WorldSizeLink ws = link::traceWorldSize(r.gate, r.dispatch, tgt.cpp.members);
-  solve::Solver solver(r.gate, r.dispatch, req.solve, flag.value, ws.value);
-  // Said only where it differs from the group's size in some admitted configuration.
-  if (ws.value &&
-      solver.possible(model::And(r.gate.predicate(),
-                                 model::Cmp(model::Op::Ne, ws.value, model::Var(model::kWorldSize, model::Sort::Int)))))
-    r.dispatch.notes.push_back("the C++ world size is " + std::string(ws.length ? "the length of " : "") + "`" + ws.text +
-                               "` (" + ws.at.file + ":" + std::to_string(ws.at.line) +
-                               "), as the gate computes it, not the group's size");
-  checks::CheckContext ctx{r.gate, r.dispatch, solver, flag.member.empty() ? nullptr : &flag};
-  r.findings = checks::runChecks(ctx);
-  for (const auto& u : r.gate.unchecked)
-    if (solver.possible(u.condition)) r.gate.notes.push_back(u.text);
-  if (req.strict)
-    for (auto& f : r.findings)
-      if (f.rule == "LG008") f.severity = model::Severity::Error;
-  r.matrix = solver.matrix();
-  markRoutes(r, solver);
-  if (req.want_examples && req.want_examples(r.gate, r.dispatch))
-    for (auto& v : r.matrix) {
-      if (v.undecided || v.gate.state == solve::GateState::Blocked) continue;
-      try {
-        v.examples = solver.examples(v.cell);
-      } catch (const solve::UndecidedError& e) {
-        r.dispatch.notes.push_back(std::string("no example configurations for the self-test: ") + e.what());
-      }
+  // The analysis's own solver, and the selection layer's solvers, side by
+  // side: they share nothing. The selection layer's note comes after the
+  // analysis's, as when they run one after the other.
+  SelectionLayer sel;
+  jobs::forEach(2, [&](std::size_t part) {
+    if (part == 1) {
+      sel = selectionLayer(sources, tgt.python, limits, req);
+      return;
     }
-  selectionLayer(sources, tgt.python, limits, req, r);
+    // Follow the flag across the boundary; the C++ side of the flag is then
+    // the value Python passes, not the hardware probe.
+    link::FlagLink flag = link::traceFlag(r.gate, r.dispatch);
+    r.trace = flag.hops;
+    for (auto& v : link::traceValues(r.gate, r.dispatch, tgt.cpp.members))
+      r.value_traces.push_back({v.var, v.field, std::move(v.hops), v.reaches_cpp});
+    // With just the gate and the dispatch header the chain between them (op
+    // wrapper, bindings, .cu entry) was not given, so its break is expected:
+    // say so in a note. With more files, a break is a finding (LG006).
+    // So too for the fallback layout, whose chain is only what was found
+    // beside the dispatch by content.
+    if (req.python_files.size() + req.cpp_files.size() <= 2 || req.chain_by_content) {
+      auto& ps = flag.problems;
+      for (auto it = ps.begin(); it != ps.end();)
+        if (it->rule == "LG006") {
+          r.dispatch.notes.push_back(it->message + " (LG003/LG005 need the whole chain: give the op wrapper, bindings and .cu files too)");
+          it = ps.erase(it);
+        } else {
+          ++it;
+        }
+    }
+    // The world size C++ receives, when it is not the group's size (a gate that
+    // hands C++ a per-node slice of its handles).
+    link::WorldSizeLink ws = link::traceWorldSize(r.gate, r.dispatch, tgt.cpp.members);
+    solve::Solver solver(r.gate, r.dispatch, req.solve, flag.value, ws.value);
+    // Said only where it differs from the group's size in some admitted configuration.
+    if (ws.value &&
+        solver.possible(model::And(r.gate.predicate(),
+                                   model::Cmp(model::Op::Ne, ws.value, model::Var(model::kWorldSize, model::Sort::Int)))))
+      r.dispatch.notes.push_back("the C++ world size is " + std::string(ws.length ? "the length of " : "") + "`" + ws.text +
+                                 "` (" + ws.at.file + ":" + std::to_string(ws.at.line) +
+                                 "), as the gate computes it, not the group's size");
+    checks::CheckContext ctx{r.gate, r.dispatch, solver, flag.member.empty() ? nullptr : &flag};
+    r.findings = checks::runChecks(ctx);
+    for (const auto& u : r.gate.unchecked)
+      if (solver.possible(u.condition)) r.gate.notes.push_back(u.text);
+    if (req.strict)
+      for (auto& f : r.findings)
+        if (f.rule == "LG008") f.severity = model::Severity::Error;
+    r.matrix = solver.matrix();
+    markRoutes(r, solver);
+    if (req.want_examples && req.want_examples(r.gate, r.dispatch))
+      for (auto& v : r.matrix) {
+        if (v.undecided || v.gate.state == solve::GateState::Blocked) continue;
+        try {
+          v.examples = solver.examples(v.cell);
+        } catch (const solve::UndecidedError& e) {
+          r.dispatch.notes.push_back(std::string("no example configurations for the self-test: ") + e.what());
+        }
+      }
+  });
+  if (!sel.note.empty()) r.gate.notes.push_back(sel.note);
+  r.selection = std::move(sel.selection);
+  r.selection_cells = std::move(sel.cells);
   finishFindings(req, r);
   return r;
 }

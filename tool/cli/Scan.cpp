@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "jobs/Jobs.h"
 #include "model/Errors.h"
 #include "target/Chains.h"
 
@@ -146,11 +147,51 @@ ScanResult scan(const ScanRequest& req) {
   for (auto& d : base.cpp.include_dirs) d = absolute(d);
   if (base.cpp.real_cuda_sdk) base.cpp.cuda_path = absolute(base.cpp.cuda_path);
 
-  std::string first_error;
-  InDirectory in(req.root);
-  for (const auto& u : found.units) {
+  // What runs: the units of the platform asked for whose target has a model.
+  std::vector<std::string> platforms;
+  std::vector<std::size_t> runs;  // indices into found.units
+  for (std::size_t i = 0; i < found.units.size(); ++i) {
+    const auto& u = found.units[i];
     auto t = std::find_if(targets.begin(), targets.end(), [&](const target::Target& x) { return x.name == u.target; });
-    std::string platform = t != targets.end() ? t->platform : "";
+    platforms.push_back(t != targets.end() ? t->platform : "");
+    if ((req.platform == "all" || platforms.back() == req.platform) && (t == targets.end() || t->unmodelled.empty()))
+      runs.push_back(i);
+  }
+
+  // The analyses, side by side (jobs::limit() at once; each has its own
+  // parses, Z3 context and results), each with its routes; merged below in
+  // discovery order, so the output is the same as one after another.
+  std::vector<ScanResult> parts(found.units.size());
+  std::vector<std::string> errors(found.units.size());
+  InDirectory in(req.root);
+  jobs::forEach(runs.size(), [&](std::size_t k) {
+    const std::size_t i = runs[k];
+    const auto& u = found.units[i];
+    ScanResult& part = parts[i];
+    Request r = base;
+    r.target = u.target;
+    r.python_files = u.python_files;
+    r.cpp_files = u.cpp_files;
+    r.chain_by_content = u.chain_by_content;
+    try {
+      report::Result res = analyse(r);
+      sortFindings(res.findings);
+      auto routes = res.gate.routes;
+      part.units.push_back(u);
+      part.results.push_back(std::move(res));
+      analyseRoutes(u, r, routes, platforms[i], part);
+    } catch (const InputError& e) {
+      errors[i] = e.what();
+      part.notes.push_back(fmt::format("{} (target {}) not analysed: {}", filesText(u), u.target, e.what()));
+      part.unanalysed.push_back({u, e.what(), false, platforms[i]});
+    }
+  });
+
+  std::string first_error;
+  for (std::size_t i = 0; i < found.units.size(); ++i) {
+    const auto& u = found.units[i];
+    auto t = std::find_if(targets.begin(), targets.end(), [&](const target::Target& x) { return x.name == u.target; });
+    const std::string& platform = platforms[i];
     if (req.platform != "all" && platform != req.platform) {
       ++out.skipped[platform];
       continue;
@@ -161,23 +202,12 @@ ScanResult scan(const ScanRequest& req) {
         first_error = filesText(u) + " (target " + u.target + ") is present but not analysed: " + t->unmodelled;
       continue;
     }
-    Request r = base;
-    r.target = u.target;
-    r.python_files = u.python_files;
-    r.cpp_files = u.cpp_files;
-    r.chain_by_content = u.chain_by_content;
-    try {
-      report::Result res = analyse(r);
-      sortFindings(res.findings);
-      auto routes = res.gate.routes;
-      out.units.push_back(u);
-      out.results.push_back(std::move(res));
-      analyseRoutes(u, r, routes, platform, out);
-    } catch (const InputError& e) {
-      if (first_error.empty()) first_error = e.what();
-      out.notes.push_back(fmt::format("{} (target {}) not analysed: {}", filesText(u), u.target, e.what()));
-      out.unanalysed.push_back({u, e.what(), false, platform});
-    }
+    ScanResult& part = parts[i];
+    if (first_error.empty()) first_error = errors[i];
+    for (auto& x : part.units) out.units.push_back(std::move(x));
+    for (auto& x : part.results) out.results.push_back(std::move(x));
+    for (auto& x : part.notes) out.notes.push_back(std::move(x));
+    for (auto& x : part.unanalysed) out.unanalysed.push_back(std::move(x));
   }
   if (out.results.empty() && first_error.empty() && !out.skipped.empty()) {
     std::string others;

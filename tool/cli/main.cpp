@@ -21,6 +21,7 @@
 #include "cli/Output.h"
 #include "cli/Scan.h"
 #include "config/Config.h"
+#include "jobs/Jobs.h"
 #include "model/Errors.h"
 #include "report/Baseline.h"
 #include "report/Report.h"
@@ -298,6 +299,11 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   check->add_option("--target", ca.req.target,
                     "Target description to use (see 'layergate targets'); with a directory, analyse every gate found with it");
+  unsigned jobs_n = 0;
+  check->add_option("--jobs,-j", jobs_n,
+                    "Analyses, and the C++ parses inside each, run at once (default: the number of CPUs; 1: one after another)")
+      ->check(CLI::Range(1u, 1024u))
+      ->type_name("N");
   check->add_option("--max-files", ca.max_files, "With a directory: stop with an error past this many files")->capture_default_str();
   check->add_option("--rules", rules_dir, "Rules directory (default: $LAYERGATE_RULES or the bundled rules/)")->type_name("DIR");
   check->add_option("--timeout-ms", ca.req.solve.timeout_ms, "Solver time limit per query, in milliseconds")->capture_default_str();
@@ -418,6 +424,7 @@ int main(int argc, char** argv) {
     if (*check) {
       auto given = [&](const char* flag) { return check->get_option(flag)->count() > 0; };
       auto& ov = ca.overrides;
+      if (given("--jobs")) jobs::setLimit(jobs_n);
       if (given("--select")) ov.select = select;
       if (given("--ignore")) ov.ignore = ignore;
       if (given("--config")) ov.config_file = config_file;

@@ -4,6 +4,7 @@
 #include "cpp/CppFrontendImpl.h"
 
 #include <algorithm>
+#include <mutex>
 #include <regex>
 #include <sstream>
 
@@ -212,8 +213,16 @@ std::string preludePch(const ParseOptions& o, const std::string& stubs) {
   std::string dir = cacheDir();
   std::string out = dir + "/prelude-" + hex + ".pch";
   if (llvm::sys::fs::exists(out)) return out;
+  // Built once per process (analyses run side by side); other processes may
+  // build it at the same time: each writes a file of its own and renames it
+  // into place, so a reader sees a whole PCH or none.
+  static std::mutex building;
+  std::lock_guard<std::mutex> lock(building);
+  if (llvm::sys::fs::exists(out)) return out;
   if (llvm::sys::fs::create_directories(dir)) return {};
-  std::string tmp = out + ".tmp" + std::to_string(getpid());
+  llvm::SmallString<256> unique;
+  if (llvm::sys::fs::createUniqueFile(out + ".tmp-%%%%%%%%", unique)) return {};
+  std::string tmp(unique.str());
   CollectingDiags diags;
   PchToolAct act(tmp);
   auto files = llvm::makeIntrusiveRefCnt<FileManager>(FileSystemOptions());

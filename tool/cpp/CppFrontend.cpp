@@ -33,6 +33,7 @@
 #include "clang/Tooling/Tooling.h"
 #include "cpp/CppFrontendImpl.h"
 #include "cpp/DispatchWalker.h"
+#include "jobs/Jobs.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -70,7 +71,7 @@ namespace {
 
 class IncludeWatcher : public PPCallbacks {
  public:
-  IncludeWatcher(ParseJob& job, SourceManager& sm) : job_(job), sm_(sm) {}
+  explicit IncludeWatcher(ParseJob& job) : job_(job) {}
   void InclusionDirective(SourceLocation hash, const Token&, StringRef, bool, CharSourceRange,
                           OptionalFileEntryRef file, StringRef, StringRef, const Module*, bool,
                           SrcMgr::CharacteristicKind) override {
@@ -89,7 +90,6 @@ class IncludeWatcher : public PPCallbacks {
 
  private:
   ParseJob& job_;
-  SourceManager& sm_;
 };
 
 class FindDispatch : public RecursiveASTVisitor<FindDispatch> {
@@ -181,8 +181,15 @@ class Consumer : public SemaConsumer {
       };
       TraceCollector trace(ctx, *job_.spec, wo.file_name, inGiven);
       if (job_.want_dispatch) {
+        // This TU's own top-level declarations, in order, as the visitor
+        // walks the TU's: the precompiled prelude declares no dispatch, and
+        // walking its declarations would read every one of them from the PCH.
         FindDispatch finder(*job_.spec);
-        finder.TraverseDecl(ctx.getTranslationUnitDecl());
+        for (Decl* d : ctx.getTranslationUnitDecl()->noload_decls()) {
+          auto* rd = dyn_cast<CXXRecordDecl>(d);
+          if (isa<BlockDecl>(d) || isa<CapturedDecl>(d) || (rd && rd->isLambda())) continue;
+          finder.TraverseDecl(d);
+        }
         if (!finder.found.empty()) {
           const FunctionDecl* chosen = finder.found.front();
           for (const FunctionDecl* md : finder.found)
@@ -255,7 +262,7 @@ class Action : public ASTFrontendAction {
  public:
   explicit Action(ParseJob& job) : job_(job) {}
   std::unique_ptr<ASTConsumer> CreateASTConsumer(CompilerInstance& ci, StringRef) override {
-    ci.getPreprocessor().addPPCallbacks(std::make_unique<IncludeWatcher>(job_, ci.getSourceManager()));
+    ci.getPreprocessor().addPPCallbacks(std::make_unique<IncludeWatcher>(job_));
     return std::make_unique<Consumer>(job_, ci);
   }
 
@@ -324,6 +331,34 @@ FileParse parseOne(const std::string& path, const std::vector<std::string>& inpu
   out.first_error = diags.first;
   out.first_fatal = diags.first_fatal;
   return out;
+}
+
+// parseOne with the precompiled prelude, and without it when the prelude
+// failed to load (perhaps stale: headers upgraded; it is removed), on a thread
+// with a large stack of its own: clang and the walker recurse over the
+// source's nesting, so hostile inputs end in an InputError.
+FileParse parseFile(const std::string& path, const std::vector<std::string>& inputs,
+                    const target::CppDispatchSpec& spec, const ParseOptions& options, bool want_dispatch) {
+  FileParse p;
+  std::exception_ptr err;
+  llvm::thread worker(std::optional<unsigned>(512u << 20), [&] {
+    clang::noteBottomOfStack();
+    try {
+      std::string pch = preludePch(options, paths::stubDir());
+      p = parseOne(path, inputs, spec, options, pch, want_dispatch);
+      if (!pch.empty() && p.fatal) {
+        llvm::StringRef msg(p.first_fatal);
+        if (msg.contains_insensitive("precompiled") || msg.contains("PCH") || msg.contains("AST file"))
+          llvm::sys::fs::remove(pch);
+        p = parseOne(path, inputs, spec, options, {}, want_dispatch);
+      }
+    } catch (...) {
+      err = std::current_exception();
+    }
+  });
+  worker.join();
+  if (err) std::rethrow_exception(err);
+  return p;
 }
 
 std::string readChecked(const std::string& path) {
@@ -408,15 +443,20 @@ model::Dispatch extractImpl(const std::vector<std::string>& files, const target:
       if (x == n) return;
     v.push_back(std::move(n));
   };
-  for (const auto& [rank, f] : ranked) {
-    std::string pch = preludePch(options, paths::stubDir());
-    FileParse p = parseOne(f, files, spec, options, pch, !found);
-    if (!pch.empty() && p.fatal) {  // perhaps a stale PCH (headers upgraded): parse without it
-      llvm::StringRef msg(p.first_fatal);
-      if (msg.contains_insensitive("precompiled") || msg.contains("PCH") || msg.contains("AST file"))
-        llvm::sys::fs::remove(pch);
-      p = parseOne(f, files, spec, options, {}, !found);
-    }
+  // Every file is parsed, side by side where the job budget allows (each
+  // parse is a clang instance of its own): the first ranked with the dispatch
+  // walked, the others for their trace facts. The first nearly always has the
+  // dispatch; when it has not, the next are parsed again with the dispatch
+  // walked, in order, until one has it: the results of parsing one after
+  // another, the dispatch walked in the first file that has it.
+  preludePch(options, paths::stubDir());  // built before the parses share it
+  std::vector<FileParse> parses(ranked.size());
+  jobs::forEach(ranked.size(), [&](std::size_t i) {
+    parses[i] = parseFile(ranked[i].second, files, spec, options, /*want_dispatch=*/i == 0);
+  });
+  for (std::size_t i = 0; i < ranked.size(); ++i) {
+    const std::string& f = ranked[i].second;
+    FileParse p = found || i == 0 ? std::move(parses[i]) : parseFile(f, files, spec, options, true);
     if (p.result.error) std::rethrow_exception(p.result.error);
     if (p.fatal) {
       if (!found) throw InputError(f + ": clang fatal error, cannot analyse: " + p.first_fatal);
@@ -480,7 +520,8 @@ namespace layergate::cpp {
 model::Dispatch extractDispatch(const std::vector<std::string>& files, const target::CppDispatchSpec& spec,
                                 const ParseOptions& options) {
   // Clang and the walker recurse over the source's nesting; run them on a
-  // thread with a large stack so hostile inputs end in an InputError.
+  // thread with a large stack so hostile inputs end in an InputError (and
+  // each parse on one of its own: parseFile).
   model::Dispatch out;
   std::exception_ptr err;
   llvm::thread worker(std::optional<unsigned>(512u << 20), [&] {

@@ -162,7 +162,8 @@ struct Solver::Impl {
     std::unordered_map<const Expr*, z3::expr> done;
     std::vector<std::pair<const Expr*, bool>> stack{{root.get(), false}};
     while (!stack.empty()) {
-      auto [e, expanded] = stack.back();
+      const Expr* e = stack.back().first;
+      const bool expanded = stack.back().second;
       stack.pop_back();
       if (done.count(e)) continue;
       if (!expanded) {
