@@ -18,15 +18,7 @@ stubs=$here/tool/cpp/stubs
 fixtures=("$@")
 [ ${#fixtures[@]} -gt 0 ] || fixtures=(sglang-upstream seed-force-pcie vllm-upstream)
 
-median_ms() {  # command... -> median wall time in ms over $runs runs
-  local ts=()
-  for ((i = 0; i < runs; i++)); do
-    local t0=$(date +%s%N)
-    "$@" >/dev/null 2>&1 || true
-    ts+=($(( ($(date +%s%N) - t0) / 1000 )))
-  done
-  printf '%s\n' "${ts[@]}" | sort -n | awk '{a[NR]=$1} END {printf "%.1f", a[int((NR+1)/2)]/1000}'
-}
+. "$(dirname "$0")/median.sh"
 
 common=(-x cuda --cuda-host-only -nocudainc -nocudalib -std=c++17 -fsyntax-only -w
         -Wno-unknown-cuda-version -D__restrict__= -fno-delayed-template-parsing -ferror-limit=0)

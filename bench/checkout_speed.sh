@@ -18,15 +18,7 @@ lg=${LAYERGATE:-$here/build/tool/layergate}
 [ $# -gt 0 ] || { echo "usage: bench/checkout_speed.sh DIR [DIR ...]" >&2; exit 2; }
 runs=${RUNS:-7}
 
-median_ms() {
-  local ts=()
-  for ((i = 0; i < runs; i++)); do
-    local t0=$(date +%s%N)
-    "$@" >/dev/null 2>&1 || true
-    ts+=($(( ($(date +%s%N) - t0) / 1000 )))
-  done
-  printf '%s\n' "${ts[@]}" | sort -n | awk '{a[NR]=$1} END {printf "%.1f", a[int((NR+1)/2)]/1000}'
-}
+. "$(dirname "$0")/median.sh"
 
 printf '%-28s %6s %12s %14s %8s\n' checkout files layergate_ms clang_sdk_ms ratio
 for dir in "$@"; do

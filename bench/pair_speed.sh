@@ -20,15 +20,7 @@ dir=$(cd "$1" && pwd) target=$2 py=$3 cpp=$4
 shift 4
 runs=${RUNS:-7}
 
-median_ms() {
-  local ts=()
-  for ((i = 0; i < runs; i++)); do
-    local t0=$(date +%s%N)
-    "$@" >/dev/null 2>&1 || true
-    ts+=($(( ($(date +%s%N) - t0) / 1000 )))
-  done
-  printf '%s\n' "${ts[@]}" | sort -n | awk '{a[NR]=$1} END {printf "%.1f", a[int((NR+1)/2)]/1000}'
-}
+. "$(dirname "$0")/median.sh"
 
 shim=$(mktemp -d)
 trap 'rm -rf "$shim"' EXIT

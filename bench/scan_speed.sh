@@ -18,15 +18,7 @@ stubs=$here/tool/cpp/stubs
 tmp=$(mktemp -d /tmp/lg_scan_speed.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 
-median_ms() {  # command... -> median wall time in ms over $runs runs
-  local ts=()
-  for ((i = 0; i < runs; i++)); do
-    local t0=$(date +%s%N)
-    "$@" >/dev/null 2>&1 || true
-    ts+=($(( ($(date +%s%N) - t0) / 1000 )))
-  done
-  printf '%s\n' "${ts[@]}" | sort -n | awk '{a[NR]=$1} END {printf "%.1f", a[int((NR+1)/2)]/1000}'
-}
+. "$(dirname "$0")/median.sh"
 
 target() {  # DIR: the SGLang layout with the seed bug
   local d=$1

@@ -181,8 +181,12 @@ std::optional<std::int64_t> Walker::constInt(const Expr* e) {
   QualType t = e->getType();
   if (t.isNull() || !(t->isIntegralOrEnumerationType())) return std::nullopt;
   Expr::EvalResult r;
-  if (e->EvaluateAsInt(r, ctx_, Expr::SE_NoSideEffects) && r.Val.isInt())
-    return r.Val.getInt().getExtValue();
+  if (e->EvaluateAsInt(r, ctx_, Expr::SE_NoSideEffects) && r.Val.isInt()) {
+    const llvm::APSInt& v = r.Val.getInt();
+    // A constant past int64 (an unsigned 64-bit mask, __int128) is no number here.
+    if (v.isSigned() ? v.getSignificantBits() > 64 : v.getActiveBits() > 63) return std::nullopt;
+    return v.getExtValue();
+  }
   return std::nullopt;
 }
 
@@ -429,7 +433,10 @@ Val Walker::evalInner(const Expr* e, State& st) {
     return Val::integer(m::IntC(*k));
   }
   if (auto* b = dyn_cast<CXXBoolLiteralExpr>(e)) return Val::boolean(m::BoolC(b->getValue()));
-  if (auto* i = dyn_cast<IntegerLiteral>(e)) return Val::integer(m::IntC(static_cast<std::int64_t>(i->getValue().getZExtValue())));
+  if (auto* i = dyn_cast<IntegerLiteral>(e)) {
+    if (i->getValue().getActiveBits() > 63) return opaqueOfType(e);
+    return Val::integer(m::IntC(static_cast<std::int64_t>(i->getValue().getZExtValue())));
+  }
   if (auto* ch = dyn_cast<CharacterLiteral>(e)) return Val::integer(m::IntC(ch->getValue()));
   if (auto* s = dyn_cast<StringLiteral>(e)) return Val::ptr(m::True(), m::StrC(s->getString().str()));
   if (isa<CXXNullPtrLiteralExpr>(e) || isa<GNUNullExpr>(e)) return Val::ptr(m::False(), m::StrC(""));
@@ -483,7 +490,8 @@ Val Walker::evalInner(const Expr* e, State& st) {
       }
       return opaqueOfType(d);
     }
-    if (auto* ec = dyn_cast<EnumConstantDecl>(vd)) return Val::integer(m::IntC(ec->getInitVal().getExtValue()));
+    if (auto* ec = dyn_cast<EnumConstantDecl>(vd); ec && ec->getInitVal().getSignificantBits() <= 64)
+      return Val::integer(m::IntC(ec->getInitVal().getExtValue()));
     if (spec_.members.count(name)) return memberVal(name, d->getType(), st);
     return opaqueOfType(d);
   }
