@@ -85,6 +85,8 @@ class Tensor {
   Tensor& copy_(const Tensor&, bool non_blocking = false);
   Tensor& zero_();
 };
+// The device a tensor is on (ATen's device_of, found by argument lookup).
+Device device_of(const Tensor&);
 }  // namespace c10
 
 namespace at {
