@@ -252,10 +252,12 @@ struct Solver::Impl {
     return std::nullopt;
   }
 
-  // exists cpp-opaques. f, with the quantifier eliminated when Z3 can.
-  z3::expr existsCpp(const z3::expr& f) {
-    if (cpp_opaques.empty()) return f;
-    z3::expr q = z3::exists(cpp_opaques, f);
+  // exists cpp-opaques. f (or exists `only`. f), with the quantifier
+  // eliminated when Z3 can.
+  z3::expr existsCpp(const z3::expr& f, const z3::expr_vector* only = nullptr) {
+    const z3::expr_vector& bound = only ? *only : cpp_opaques;
+    if (bound.empty()) return f;
+    z3::expr q = z3::exists(bound, f);
     try {
       z3::goal g(ctx);
       g.add(q);

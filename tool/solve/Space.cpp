@@ -193,17 +193,7 @@ class SpaceSolver {
       }
       for (unsigned k = 0; k < e.num_args(); ++k) stack.push_back(e.arg(k));
     }
-    if (bound.empty()) return f;
-    z3::expr q = z3::exists(bound, f);
-    try {
-      z3::goal g(I.ctx);
-      g.add(q);
-      z3::tactic qe = z3::try_for(z3::tactic(I.ctx, "qe"), I.opt.timeout_ms);
-      z3::apply_result ar = qe(g);
-      if (ar.size() == 1) return ar[0].as_expr();
-    } catch (const z3::exception&) {
-    }
-    return q;
+    return I.existsCpp(f, &bound);
   }
 
   struct Undecided {
