@@ -470,8 +470,7 @@ Val Walker::evalInner(const Expr* e, State& st) {
     const ValueDecl* vd = d->getDecl();
     std::string name = vd->getNameAsString();
     if (auto* var = dyn_cast<VarDecl>(vd)) {
-      auto it = st.locals.find(var);
-      if (it != st.locals.end()) return it->second;
+      if (const Val* local = st.locals.find(var)) return *local;
       if (spec_.members.count(name)) return memberVal(name, d->getType(), st);
       if (var->hasLocalStorage() && isByteCountName(name))
         return Val::integer(configVar(m::kNbytes, m::Sort::Int, st));

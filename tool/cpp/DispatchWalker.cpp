@@ -12,6 +12,7 @@
 #include "clang/Lex/Lexer.h"
 
 #include <tuple>
+#include <unordered_map>
 
 #include "clang/AST/Attr.h"
 #include "clang/AST/DeclTemplate.h"
@@ -40,23 +41,77 @@ void Walker::conjuncts(const ExprPtr& e, std::vector<ExprPtr>& out) {
 bool Walker::same(const ExprPtr& a, const ExprPtr& b) {
   if (a == b) return true;
   if (!a || !b) return false;
-  return a->op == b->op && a->sort == b->sort && a->str() == b->str();
+  return m::equal(a, b);
 }
 
 bool Walker::contains(const std::vector<ExprPtr>& xs, const ExprPtr& x) {
   for (auto& y : xs)
-    if (same(x, y)) return true;
+    if (x->hash == y->hash && same(x, y)) return true;
   return false;
 }
 
 // (C and R1) or (C and R2), with c or (not c and X) = c or X.
+//
+// Paths forked from one state share their condition up to the fork (a
+// conjunction built left to right): that prefix is found by pointer and kept
+// as one conjunct, so a merge costs what the paths added since the fork, not
+// the whole condition of a long chain.
 ExprPtr Walker::orMerge(const ExprPtr& a, const ExprPtr& b) {
+  if (m::isFalse(a) || a == b) return b;
+  if (m::isFalse(b)) return a;
+  if (m::isTrue(a) || m::isTrue(b)) return m::True();
   std::vector<ExprPtr> ca, cb, common, ra, rb;
-  conjuncts(a, ca);
-  conjuncts(b, cb);
-  for (auto& x : ca) (contains(cb, x) ? common : ra).push_back(x);
+  std::set<const m::Expr*> spineA;
+  for (const m::Expr* n = a.get();; n = n->args[0].get()) {
+    spineA.insert(n);
+    if (n->op != m::Op::And) break;
+  }
+  ExprPtr prefix;
+  for (ExprPtr n = b;; n = n->args[0]) {
+    if (spineA.count(n.get()) && !m::isTrue(n)) {
+      prefix = n;
+      break;
+    }
+    if (n->op != m::Op::And) break;
+  }
+  auto since = [&prefix](const ExprPtr& e, std::vector<ExprPtr>& out) {
+    std::vector<const ExprPtr*> added;
+    for (const ExprPtr* n = &e; *n != prefix; n = &(*n)->args[0]) {
+      if ((*n)->op != m::Op::And) {
+        added.push_back(n);
+        break;
+      }
+      added.push_back(&(*n)->args[1]);
+    }
+    for (auto it = added.rbegin(); it != added.rend(); ++it) conjuncts(**it, out);
+  };
+  if (prefix) {
+    common.push_back(prefix);
+    since(a, ca);
+    since(b, cb);
+  } else {
+    conjuncts(a, ca);
+    conjuncts(b, cb);
+  }
+  // Conjuncts by hash: path conditions of long chains have hundreds.
+  std::unordered_multimap<std::size_t, const ExprPtr*> inB, inCommon;
+  for (auto& y : cb) inB.emplace(y->hash, &y);
+  auto member = [](const std::unordered_multimap<std::size_t, const ExprPtr*>& in, const ExprPtr& x) {
+    auto [lo, hi] = in.equal_range(x->hash);
+    for (auto it = lo; it != hi; ++it)
+      if (same(x, *it->second)) return true;
+    return false;
+  };
+  for (auto& x : ca) {
+    if (member(inB, x)) {
+      common.push_back(x);
+      inCommon.emplace(x->hash, &x);  // x lives in ca, which no longer changes
+    } else {
+      ra.push_back(x);
+    }
+  }
   for (auto& x : cb)
-    if (!contains(common, x)) rb.push_back(x);
+    if (!member(inCommon, x)) rb.push_back(x);
   if (ra.empty() || rb.empty()) return m::AndAll(common);
   auto dropNegation = [](const std::vector<ExprPtr>& one, std::vector<ExprPtr>& other) {
     if (one.size() != 1) return false;
@@ -94,18 +149,26 @@ void Walker::mergeStates(std::vector<State>& states) {
     bool merged = false;
     for (std::size_t idx : byKey[k]) {
       State& acc = out[idx];
+      bool same_locals = acc.locals.sharedWith(st.locals);
       bool ok = true;
-      for (auto& [var, v] : acc.locals) {
-        auto it = st.locals.find(var);
-        if (it != st.locals.end() && !sameVal(v, it->second)) {
-          ok = false;
-          break;
+      if (!same_locals)
+        for (auto& [var, v] : acc.locals.view()) {
+          const Val* other = st.locals.find(var);
+          if (other && !sameVal(v, *other)) {
+            ok = false;
+            break;
+          }
         }
-      }
       if (!ok) continue;
       acc.pc = orMerge(acc.pc, st.pc);
-      for (auto it = acc.locals.begin(); it != acc.locals.end();)
-        it = st.locals.count(it->first) ? std::next(it) : acc.locals.erase(it);
+      if (!same_locals) {
+        bool drop = false;
+        for (auto& [var, v] : acc.locals.view()) drop = drop || !st.locals.find(var);
+        if (drop) {
+          auto& mine = acc.locals.mut();
+          for (auto it = mine.begin(); it != mine.end();) it = st.locals.find(it->first) ? std::next(it) : mine.erase(it);
+        }
+      }
       merged = true;
       break;
     }
@@ -150,7 +213,7 @@ void Walker::assign(const Expr* lhs, const Val& v, State& st) {
   lhs = stripCasts(lhs);
   if (auto* d = dyn_cast_or_null<DeclRefExpr>(lhs))
     if (auto* var = dyn_cast<VarDecl>(d->getDecl()))
-      if (var->hasLocalStorage()) st.locals[var] = v;
+      if (var->hasLocalStorage()) st.locals.set(var, v);
 }
 
 void Walker::assignments(const Expr* e, State& st) {
@@ -228,7 +291,7 @@ void Walker::execDecl(const DeclStmt* ds, std::vector<State>& states, std::vecto
           ok = false;
           break;
         }
-      st.locals[vd] = initValue(vd, st);
+      st.locals.set(vd, initValue(vd, st));
     }
     if (ok) alive.push_back(std::move(st));
   }
@@ -248,9 +311,11 @@ Flow Walker::exec(const Stmt* s, std::vector<State> in, int depth) {
   }
   checkPaths(in.size(), s);
   if (reached_) {
-    ExprPtr& pc = stmt_pc_[s];
-    if (!pc) pc = m::False();
-    for (const State& st : in) pc = orMerge(pc, st.pc);
+    // Kept apart and OR-ed only where Reached::at asks (a clang error's
+    // statement): merging here, on every statement, was half the walk.
+    std::vector<ExprPtr>& pcs = stmt_pc_[s];
+    for (const State& st : in)
+      if (pcs.empty() || pcs.back() != st.pc) pcs.push_back(st.pc);
   }
   if (auto* cs = dyn_cast<CompoundStmt>(s)) {
     // A launch clang dropped (its kernel did not type): read from the text,
@@ -367,7 +432,7 @@ std::optional<Flow> Walker::followCall(const Expr* e, std::vector<State>& in, in
       if (reached_ && std::find(reached_->followed.begin(), reached_->followed.end(), def) == reached_->followed.end())
         reached_->followed.push_back(def);
       State fresh;
-      for (std::size_t i = 0; i < args.size(); ++i) fresh.locals[def->getParamDecl(static_cast<unsigned>(i))] = args[i];
+      for (std::size_t i = 0; i < args.size(); ++i) fresh.locals.set(def->getParamDecl(static_cast<unsigned>(i)), args[i]);
       std::vector<State> start;
       start.push_back(std::move(fresh));
       std::vector<State> returned;
@@ -798,11 +863,11 @@ m::Dispatch Walker::run(const FunctionDecl* fd) {
   d.notes = notes_;
   if (reached_) {
     reached_->sm = &sm_;
-    for (const auto& [s, pc] : stmt_pc_) {
+    for (auto& [s, pcs] : stmt_pc_) {
       SourceRange r = s->getSourceRange();
       if (r.isInvalid()) continue;
       reached_->spans.push_back({sm_.getExpansionRange(r.getBegin()).getBegin(), sm_.getExpansionRange(r.getEnd()).getEnd(),
-                                 sm_.getSpellingLoc(r.getBegin()), sm_.getSpellingLoc(r.getEnd()), pc});
+                                 sm_.getSpellingLoc(r.getBegin()), sm_.getSpellingLoc(r.getEnd()), std::move(pcs)});
     }
   }
   return d;
@@ -920,9 +985,9 @@ ExprPtr Walker::runPredicate(const FunctionDecl* fd, std::vector<m::OpaqueSymbol
     QualType t = p->getType();
     if (t.isNull() || t->isDependentType() || p->getName().empty()) continue;
     if (t->isBooleanType())
-      start[0].locals[p] = Val::boolean(m::Var("param:" + p->getNameAsString(), m::Sort::Bool));
+      start[0].locals.set(p, Val::boolean(m::Var("param:" + p->getNameAsString(), m::Sort::Bool)));
     else if (t->isIntegralOrEnumerationType())
-      start[0].locals[p] = Val::integer(m::Var("param:" + p->getNameAsString(), m::Sort::Int));
+      start[0].locals.set(p, Val::integer(m::Var("param:" + p->getNameAsString(), m::Sort::Int)));
   }
   exec(body, std::move(start), 0);
   std::set<std::string> seen;
@@ -1008,9 +1073,10 @@ model::ExprPtr Reached::at(SourceLocation l) const {
     if (!best || w < best_w) {
       best = &s;
       best_w = w;
-      pc = s.pc;
+      pc = model::False();
+      for (const auto& p : s.pcs) pc = walker::Walker::orMerge(pc, p);
     } else if (w == best_w) {
-      pc = model::Or(pc, s.pc);
+      for (const auto& p : s.pcs) pc = walker::Walker::orMerge(pc, p);
     }
   }
   return best ? pc : model::True();

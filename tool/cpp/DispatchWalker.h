@@ -62,7 +62,7 @@ class Reached {
  public:
   struct Span {
     clang::SourceLocation exp_begin, exp_end, sp_begin, sp_end;
-    model::ExprPtr pc;
+    std::vector<model::ExprPtr> pcs;  // the paths that ran it (their OR)
   };
   const clang::SourceManager* sm = nullptr;
   std::vector<Span> spans;

@@ -62,9 +62,36 @@ struct Reason {
   const IfStmt* no_else = nullptr;  // the reason is this if's missing else (for the unsafe fix)
 };
 
+// The locals of one path, shared between the paths a branch forks until one
+// of them writes (a switch forks a state per case label; copying every map
+// was a tenth of a dispatch walk).
+class Locals {
+ public:
+  using Map = std::map<const VarDecl*, Val>;
+  const Val* find(const VarDecl* v) const {
+    if (!m_) return nullptr;
+    auto it = m_->find(v);
+    return it == m_->end() ? nullptr : &it->second;
+  }
+  void set(const VarDecl* v, Val x) { mut()[v] = std::move(x); }
+  const Map& view() const {
+    static const Map empty;
+    return m_ ? *m_ : empty;
+  }
+  Map& mut() {
+    if (!m_) m_ = std::make_shared<Map>();
+    else if (m_.use_count() > 1) m_ = std::make_shared<Map>(*m_);
+    return *m_;
+  }
+  bool sharedWith(const Locals& o) const { return m_ == o.m_; }
+
+ private:
+  std::shared_ptr<Map> m_;
+};
+
 struct State {
   ExprPtr pc = m::True();
-  std::map<const VarDecl*, Val> locals;
+  Locals locals;
   std::map<std::string, ExprPtr> facts;  // config var name -> constant known on this path
   std::optional<LaunchInfo> launch;
   Reason reason;
@@ -235,7 +262,7 @@ class Walker {
   std::set<std::string> launchingMacros();
   bool textLaunches(const Stmt* s, const std::set<std::string>& macros);
   Reached* reached_ = nullptr;           // where the walk went (set by walkDispatch's caller)
-  std::map<const Stmt*, ExprPtr> stmt_pc_;
+  std::map<const Stmt*, std::vector<ExprPtr>> stmt_pc_;  // the conditions of the paths that ran it
  public:
   void recordReach(Reached* r) { reached_ = r; }
  private:

@@ -1,16 +1,32 @@
 #include "model/Expr.h"
 
+#include <functional>
 #include <set>
 #include <sstream>
+#include <utility>
 
 namespace layergate::model {
 namespace {
+
+std::size_t mix(std::size_t h, std::size_t v) { return h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2)); }
+
+// The node's hash from its own fields and its children's hashes (already set).
+void seal(Expr& e) {
+  std::size_t h = mix(static_cast<std::size_t>(e.op), static_cast<std::size_t>(e.sort));
+  h = mix(h, e.b ? 1 : 0);
+  h = mix(h, std::hash<std::int64_t>{}(e.i));
+  if (!e.s.empty()) h = mix(h, std::hash<std::string>{}(e.s));
+  h = mix(h, static_cast<std::size_t>(e.var_kind));
+  for (auto& a : e.args) h = mix(h, a->hash);
+  e.hash = h;
+}
 
 ExprPtr make(Op op, Sort sort, std::vector<ExprPtr> args = {}) {
   auto e = std::make_shared<Expr>();
   e->op = op;
   e->sort = sort;
   e->args = std::move(args);
+  seal(*e);
   return e;
 }
 
@@ -65,7 +81,17 @@ Expr::~Expr() {
   }  // each e dies here with no children left
 }
 
-ExprPtr True() { static ExprPtr t = [] { auto e = make(Op::BoolConst, Sort::Bool); std::const_pointer_cast<Expr>(e)->b = true; return e; }(); return t; }
+ExprPtr True() {
+  static ExprPtr t = [] {
+    auto e = std::make_shared<Expr>();
+    e->op = Op::BoolConst;
+    e->sort = Sort::Bool;
+    e->b = true;
+    seal(*e);
+    return ExprPtr(e);
+  }();
+  return t;
+}
 ExprPtr False() { static ExprPtr f = make(Op::BoolConst, Sort::Bool); return f; }
 ExprPtr BoolC(bool v) { return v ? True() : False(); }
 
@@ -74,6 +100,7 @@ ExprPtr IntC(std::int64_t v) {
   e->op = Op::IntConst;
   e->sort = Sort::Int;
   e->i = v;
+  seal(*e);
   return e;
 }
 
@@ -82,6 +109,7 @@ ExprPtr StrC(std::string v) {
   e->op = Op::StrConst;
   e->sort = Sort::Str;
   e->s = std::move(v);
+  seal(*e);
   return e;
 }
 
@@ -91,12 +119,33 @@ ExprPtr Var(std::string name, Sort sort, VarKind kind) {
   e->sort = sort;
   e->s = std::move(name);
   e->var_kind = kind;
+  seal(*e);
   return e;
 }
 
 bool isConst(const ExprPtr& e) {
   return e->op == Op::BoolConst || e->op == Op::IntConst || e->op == Op::StrConst;
 }
+bool equal(const ExprPtr& a, const ExprPtr& b) {
+  std::vector<std::pair<const Expr*, const Expr*>> todo{{a.get(), b.get()}};
+  // Pairs already compared, kept once a comparison is long enough for
+  // shared subtrees to matter (small ones are cheaper to compare again).
+  std::set<std::pair<const Expr*, const Expr*>> done;
+  std::size_t steps = 0;
+  while (!todo.empty()) {
+    auto [x, y] = todo.back();
+    todo.pop_back();
+    if (x == y) continue;
+    if (!x || !y) return false;
+    if (x->hash != y->hash || x->op != y->op || x->sort != y->sort || x->b != y->b || x->i != y->i ||
+        x->var_kind != y->var_kind || x->s != y->s || x->args.size() != y->args.size())
+      return false;
+    if (x->args.empty() || (++steps > 64 && !done.insert({x, y}).second)) continue;
+    for (std::size_t k = 0; k < x->args.size(); ++k) todo.push_back({x->args[k].get(), y->args[k].get()});
+  }
+  return true;
+}
+
 bool isTrue(const ExprPtr& e) { return e->op == Op::BoolConst && e->b; }
 bool isFalse(const ExprPtr& e) { return e->op == Op::BoolConst && !e->b; }
 
@@ -204,8 +253,7 @@ ExprPtr StrToInt(ExprPtr s) {
   return make(Op::StrToInt, Sort::Int, {std::move(s)});
 }
 
-std::string Expr::str() const {
-  if (args.empty()) return makeStr();
+const std::string& Expr::str() const {
   if (!str_made_) {
     str_ = makeStr();
     str_made_ = true;

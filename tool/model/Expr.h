@@ -51,15 +51,17 @@ struct Expr {
   // states make trees deep enough to overflow the stack otherwise.
   ~Expr();
 
-  std::string str() const;     // readable form, for reports and tests
+  // Readable form, for reports and tests. Made once per node: nodes are
+  // shared (a DAG), and without it the text of a deep path condition is
+  // rebuilt exponentially. Never a node's identity: see equal().
+  const std::string& str() const;
+  // Structural hash, set by the constructors below from the children's.
+  std::size_t hash = 0;
+
  private:
-  // str() of a compound node, made once: nodes are shared (a DAG), and
-  // without it the text of a deep path condition is rebuilt exponentially.
   mutable std::string str_;
   mutable bool str_made_ = false;
   std::string makeStr() const;
-
- public:
 };
 
 // Constructors. They fold constants and trivial cases (And(true, x) = x) so
@@ -83,6 +85,10 @@ ExprPtr Neg(ExprPtr a);
 ExprPtr StrToInt(ExprPtr s);
 
 bool isConst(const ExprPtr& e);
+// Same tree: same operators, sorts, constants and names, node by node
+// (shared subtrees compared once). Iterative, so deep path conditions are
+// safe; a differing hash answers at once, never the text of the trees.
+bool equal(const ExprPtr& a, const ExprPtr& b);
 bool isTrue(const ExprPtr& e);
 bool isFalse(const ExprPtr& e);
 
