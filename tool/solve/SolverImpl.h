@@ -450,12 +450,23 @@ struct Solver::Impl {
   // (most ranges start at the smallest size or have no upper bound: one check
   // each), then bisection guided by each model's value. On SGLang's V2 gate
   // this is about 3x faster than a fresh z3::optimize per bound.
+  //
+  // A range depends on f alone, so each is kept by f's term inside the cell
+  // (the world size, and NVLink where the cell fixes it, replaced by their
+  // values): leaves and gates that read neither ask once, not once per cell.
+  // Z3 shares equal terms, so equal formulas have one id.
   SizeRange sizeRange(const z3::expr& f, const Cell& c) {
+    z3::expr key = atCell(f, c);
+    auto hit = size_ranges.find(key.id());
+    if (hit != size_ranges.end()) return hit->second.second;
     Query q(rangeSolver());
-    q.s.add(f);
-    if (!sat(q.s, c, "size range")) return SizeRange{0, 0};
-    return SizeRange{extreme(q.s, c, false), extreme(q.s, c, true)};
+    q.s.add(key);
+    SizeRange r{0, 0};
+    if (sat(q.s, c, "size range")) r = SizeRange{extreme(q.s, c, false), extreme(q.s, c, true)};
+    size_ranges.emplace(key.id(), std::make_pair(key, r));  // the term kept: its id stays its own
+    return r;
   }
+  std::map<unsigned, std::pair<z3::expr, SizeRange>> size_ranges;
 
   // On s, where f is asserted and satisfiable.
   std::int64_t extreme(z3::solver& s, const Cell& c, bool maximise) {
