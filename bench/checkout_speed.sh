@@ -7,9 +7,10 @@
 #   bench/checkout_speed.sh DIR [DIR ...]
 #
 # DIR is a checkout (e.g. a tree written by shared/realcode/export_tree.py).
-# The .cuh is the one layergate's JSON names as an input. Missing project
-# headers get empty stand-ins so that clang gets through the file (as
-# layergate's overlay does). Medians of $RUNS runs (default 7).
+# The .cuh is the one layergate's JSON names as an input. Headers the
+# checkout lacks get empty stand-ins so that clang gets through the file (as
+# layergate's overlay does; bench/clang_ref.sh). Medians of $RUNS runs
+# (default 7).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 lg=${LAYERGATE:-$here/build/tool/layergate}
@@ -19,6 +20,7 @@ lg=${LAYERGATE:-$here/build/tool/layergate}
 runs=${RUNS:-7}
 
 . "$(dirname "$0")/median.sh"
+. "$(dirname "$0")/clang_ref.sh"
 
 printf '%-28s %6s %12s %14s %8s\n' checkout files layergate_ms clang_sdk_ms ratio
 for dir in "$@"; do
@@ -31,15 +33,8 @@ a = r.get("analyses", [r])[0]
 i = a["inputs"]
 cpp = [f for f in i["cpp"] if f.endswith(".cuh")]
 print(cpp[0], len(i["python"]) + len(i["cpp"]))' <<<"$json")
-  shim=$(mktemp -d)
-  : >"$shim/texture_fetch_functions.h"
-  { grep -oE '#include *"[^"]+"' "$dir/$cuh" || true; } | sed -E 's/.*"(.*)"/\1/' | while read -r h; do
-    [ -e "$dir/$(dirname "$cuh")/$h" ] || { mkdir -p "$shim/$(dirname "$h")"; : >"$shim/$h"; }
-  done
   lg_ms=$(cd "$dir" && median_ms "$lg" check .)
-  sdk_ms=$(cd "$dir" && median_ms clang-19 -x cuda --cuda-host-only --cuda-path=/usr/local/cuda -nocudalib -std=c++17 \
-    -fsyntax-only -w -Wno-unknown-cuda-version -D__restrict__= -fno-delayed-template-parsing -I "$shim" "$cuh")
+  sdk_ms=$(clang_sdk_ms "$dir" "$cuh")
   printf '%-28s %6s %12s %14s %8s\n' "$(basename "$dir")" "$nfiles" "$lg_ms" "$sdk_ms" \
     "$(awk -v a="$lg_ms" -v b="$sdk_ms" 'BEGIN {printf "%.2f", a / b}')"
-  rm -rf "$shim"
 done

@@ -7,9 +7,10 @@
 #
 # DIR is a checkout; PY and CPP are relative to it (the gate and the
 # dispatch, as `layergate check --target TARGET --python PY --cpp CPP`
-# takes them). CLANG_ARG: macros the build defines (-DUSE_ROCM). Missing
-# project headers get empty stand-ins so that clang gets through the file
-# (as layergate's overlay does). Medians of $RUNS runs (default 7).
+# takes them). CLANG_ARG: macros the build defines (-DUSE_ROCM). Headers the
+# checkout lacks get empty stand-ins so that clang gets through the file (as
+# layergate's overlay does; bench/clang_ref.sh). Medians of $RUNS runs
+# (default 7).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 lg=${LAYERGATE:-$here/build/tool/layergate}
@@ -21,17 +22,10 @@ shift 4
 runs=${RUNS:-7}
 
 . "$(dirname "$0")/median.sh"
+. "$(dirname "$0")/clang_ref.sh"
 
-shim=$(mktemp -d)
-trap 'rm -rf "$shim"' EXIT
-: >"$shim/texture_fetch_functions.h"
-{ grep -ohE '#include *[<"][^>"]+[>"]' "$dir/$cpp" || true; } | sed -E 's/.*[<"](.*)[>"]/\1/' | while read -r h; do
-  [ -e "$dir/$(dirname "$cpp")/$h" ] || [ -e "/usr/local/cuda/include/$h" ] || [ -e "/usr/include/$h" ] ||
-    { mkdir -p "$shim/$(dirname "$h")"; : >"$shim/$h"; }
-done
 lg_ms=$(cd "$dir" && median_ms "$lg" check --target "$target" --python "$py" --cpp "$cpp")
-sdk_ms=$(cd "$dir" && median_ms clang-19 -x cuda --cuda-host-only --cuda-path=/usr/local/cuda -nocudalib -std=c++17 \
-  -fsyntax-only -w -Wno-unknown-cuda-version -D__restrict__= -fno-delayed-template-parsing -I "$shim" "$@" "$cpp")
+sdk_ms=$(clang_sdk_ms "$dir" "$cpp" "$@")
 printf '%-28s %12s %14s %8s\n' file layergate_ms clang_sdk_ms ratio
 printf '%-28s %12s %14s %8s\n' "$(basename "$cpp")" "$lg_ms" "$sdk_ms" \
   "$(awk -v a="$lg_ms" -v b="$sdk_ms" 'BEGIN {printf "%.2f", a / b}')"

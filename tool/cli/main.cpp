@@ -173,6 +173,8 @@ int runScan(const CheckArgs& a, driver::ReportOut& out) {
 
 int runCheck(CheckArgs a) {
   configure(a);
+  // The text report lists a family's admitted regions only with --matrix.
+  if (a.format == "text" || a.format == "concise") a.req.solve.regions = a.matrix || a.verbose;
   if (a.show_settings) {
     std::cout << config::describe(*a.req.settings);
     return kExitClean;

@@ -286,7 +286,9 @@ std::string cleanText(const Result& r) {
   if (r.space) {
     // A family described as data: its admitted regions.
     std::size_t n = r.space->served.size();
-    std::string s = n == 0 ? "no gaps: the gate admits no configuration"
+    std::string s = !r.space->admits ? "no gaps: the gate admits no configuration"
+                    : !r.space->served_listed ? "no gaps: every configuration the gate admits reaches a kernel (--matrix lists them)"
+                    : n == 0 ? "no gaps: the gate admits no configuration"
                            : fmt::format("no gaps: {} region{} of configurations admitted, each reaches a kernel{}", n,
                                          n == 1 ? "" : "s", r.space->truncated ? " (more not listed)" : "");
     if (suppressed) s.replace(0, 7, "no gaps reported"), s += fmt::format(" ({} suppressed)", suppressed);

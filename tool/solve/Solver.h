@@ -127,6 +127,9 @@ struct Options {
   int max_world_size = 8;
   unsigned timeout_ms = 5000;  // per query
   bool sizes = true;           // matrix(): the admitted message sizes per cell (a search of many queries)
+  // solveSpace(): the admitted regions per kernel (a search of many queries;
+  // a report that lists no regions asks only whether the gate admits any).
+  bool regions = true;
 };
 
 // LG003's question: a config the gate admits in which the flag C++ receives

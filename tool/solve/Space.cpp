@@ -144,6 +144,13 @@ class SpaceSolver {
           }
         }
       }
+      out.served_listed = I.opt.regions;
+      if (!out.served_listed) {
+        Solver::Impl::Query aq(I);
+        aq.s.add(g_poss);
+        out.admits = sat(aq.s);
+        return out;
+      }
       // Served: per kernel, the admitted configurations that reach it.
       std::vector<std::string> kernels;
       for (const auto& l : disp_.leaves)
@@ -167,6 +174,7 @@ class SpaceSolver {
         }
         done = done || r_any;
       }
+      out.admits = !out.served.empty() || !out.gaps.empty();
     } catch (const Undecided& u) {
       out.undecided = true;
       out.why = u.why;

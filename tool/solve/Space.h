@@ -44,7 +44,9 @@ struct Region {
 
 struct SpaceResult {
   std::vector<Region> gaps;    // admitted, no kernel (LeafKind None or Throw)
-  std::vector<Region> served;  // admitted, a kernel runs
+  std::vector<Region> served;  // admitted, a kernel runs (Options::regions)
+  bool served_listed = true;   // served was searched (Options::regions)
+  bool admits = false;         // the gate admits some configuration
   bool truncated = false;      // the cap on regions stopped a search
   bool undecided = false;      // a query ran out of time
   std::string why;
