@@ -139,10 +139,13 @@ TEST(Space, AWidenedGateGivesExactlyTheWidenedRegionAsLG002) {
 }
 
 TEST(Space, AGapThatNeedsUninterpretedCodeIsOnlyPossible) {
+  // A value computed from the configuration's inputs (a call given one of
+  // them) may differ per configuration: no feature switch, so the gap is
+  // possible only.
   Gate g = gate(true);
-  auto unknown = Var("helper()", Sort::Bool, VarKind::Opaque);
+  auto unknown = Var("helper(head_size)", Sort::Bool, VarKind::Opaque);
   g.admit = And(g.admit, unknown);
-  g.opaques.push_back(OpaqueSymbol{"helper()", "helper()", at("gate.py", 3), false, nullptr});
+  g.opaques.push_back(OpaqueSymbol{"helper(head_size)", "helper(head_size)", at("gate.py", 3), false, nullptr});
   Dispatch d = dispatch();
   auto r = solve::solveSpace(g, d, vars());
   ASSERT_EQ(r.gaps.size(), 1u);
@@ -150,5 +153,28 @@ TEST(Space, AGapThatNeedsUninterpretedCodeIsOnlyPossible) {
   auto f = checks::spaceFindings(g, d, r);
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].rule, "LG008");
-  EXPECT_NE(f[0].message.find("helper()"), std::string::npos) << f[0].message;
+  EXPECT_NE(f[0].message.find("helper(head_size)"), std::string::npos) << f[0].message;
+}
+
+TEST(Space, AFeatureSwitchIsTakenOnAndTheGapIsProven) {
+  // An argument-less query that, false, turns every configuration off (an
+  // optional library's availability): a certain gap assumes it true, and the
+  // finding names the assumption.
+  Gate g = gate(true);
+  auto on = Var("library_loaded()", Sort::Bool, VarKind::Opaque);
+  g.admit = And(g.admit, on);
+  g.opaques.push_back(OpaqueSymbol{"library_loaded()", "library_loaded()", at("gate.py", 3), false, nullptr});
+  Dispatch d = dispatch();
+  auto r = solve::solveSpace(g, d, vars());
+  ASSERT_EQ(r.gaps.size(), 1u);
+  EXPECT_TRUE(r.gaps[0].certain);
+  ASSERT_EQ(r.gaps[0].assuming.size(), 1u);
+  EXPECT_EQ(r.gaps[0].assuming[0].first.text, "library_loaded()");
+  EXPECT_TRUE(r.gaps[0].assuming[0].second);
+  auto f = checks::spaceFindings(g, d, r);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_NE(f[0].rule, "LG008");
+  bool said = false;
+  for (const auto& l : f[0].locations) said = said || l.note.find("assuming `library_loaded()` is true") != std::string::npos;
+  EXPECT_TRUE(said);
 }

@@ -56,6 +56,10 @@ std::vector<model::Finding> spaceFindings(const model::Gate& gate, const model::
     }
     for (const auto& o : r.depends_on)
       if (o.where.valid()) f.locations.push_back(at(o.where, "opaque", "not interpreted: " + o.text));
+    for (const auto& [o, v] : r.assuming)
+      f.locations.push_back(at(o.where, "assumed",
+                               std::string("assuming `") + o.text + "` is " + (v ? "true" : "false") +
+                                   ": otherwise the gate admits no configuration at all"));
     out.push_back(std::move(f));
   }
   if (space.undecided) {

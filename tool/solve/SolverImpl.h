@@ -323,7 +323,10 @@ struct Solver::Impl {
   std::optional<z3::expr> any_admit;
   z3::expr anyAdmit() {
     if (any_admit) return *any_admit;
-    z3::expr f = py_domain && gate && assumed && ws >= opt.min_world_size && ws <= opt.max_world_size;
+    z3::expr f = py_domain && gate && assumed;
+    // The world size's bounds, where there is one (a family described as data
+    // has only its declared variables, bounded by py_domain).
+    if (static_cast<Z3_ast>(ws) != nullptr) f = f && ws >= opt.min_world_size && ws <= opt.max_world_size;
     std::set<unsigned> uninterp;
     for (unsigned i = 0; i < py_uninterp.size(); ++i)
       if (i < py_uninterp_switchable.size() && py_uninterp_switchable[i]) uninterp.insert(py_uninterp[i].id());

@@ -1,6 +1,7 @@
 // Space: regions of the declared variables' product (see Space.h).
 #include "solve/Space.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -40,6 +41,11 @@ class SpaceSolver {
 
   SpaceResult run() {
     SpaceResult out;
+    I.text_of = [this](const std::string& name) {
+      for (const auto& o : gate_.opaques)
+        if (o.name == name) return o.text.empty() ? name : o.text;
+      return name;
+    };
     for (const auto& v : vars_) I.py_config.insert(v.name);
     m::ExprPtr dom = target::domainExpr(vars_);
     I.collectStrings(dom);
@@ -83,7 +89,25 @@ class SpaceSolver {
     }
     z3::expr g_poss = all.empty() ? g : z3::exists(all, g);
     z3::expr g_cert = free.empty() ? g : z3::exists(free, g);
-    if (!I.py_uninterp.empty()) g_cert = z3::forall(I.py_uninterp, g_cert);
+    // Feature switches, as in the cell solver (DESIGN.md): a certain gap
+    // holds for every value of the uninterpreted terms under which the gate
+    // admits anything at all, so a term that can only turn the whole path off
+    // (an optional library's "enabled" query) is taken in the value that
+    // turns it on, and the finding says so.
+    I.gate = g;
+    I.assumed = I.ctx.bool_val(true);
+    if (!I.py_uninterp.empty()) {
+      g_cert = z3::forall(I.py_uninterp, z3::implies(I.anyAdmit(), g_cert)) && g_poss;
+      for (const auto& [i, v] : I.featureSwitches()) {
+        const std::string& n = I.py_uninterp_names[i];
+        auto it = std::find_if(gate_.opaques.begin(), gate_.opaques.end(),
+                               [&](const m::OpaqueSymbol& o) { return o.name == n; });
+        m::OpaqueSymbol o;
+        if (it != gate_.opaques.end()) o = *it;
+        else o.name = o.text = n;
+        assuming_.push_back({o, v});
+      }
+    }
     // What a possible gap depends on: the uninterpreted terms the gate's
     // formulas read (the walk may have met others that decide nothing).
     std::set<std::string> read(I.py_uninterp_names.begin(), I.py_uninterp_names.end());
@@ -136,6 +160,7 @@ class SpaceSolver {
             r.what = leaf.text;
             r.leaf = &leaf;
             r.certain = certain;
+            if (certain) r.assuming = assuming_;
             if (!certain) {
               r.depends_on = uninterp_;
               r.depends_on.insert(r.depends_on.end(), disp_.broken.begin(), disp_.broken.end());
@@ -203,6 +228,8 @@ class SpaceSolver {
     }
     return I.existsCpp(f, &bound);
   }
+
+  std::vector<std::pair<m::OpaqueSymbol, bool>> assuming_;  // feature switches a certain gap takes as on
 
   struct Undecided {
     std::string why;

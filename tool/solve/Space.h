@@ -37,6 +37,9 @@ struct Region {
   const model::GateCheck* admit = nullptr;  // the gate's return that admits it
   bool certain = true;       // a gap for every value of the uninterpreted Python terms
   std::vector<model::OpaqueSymbol> depends_on;
+  // A certain gap's premise: uninterpreted terms taken in the value without
+  // which the gate admits nothing (feature switches).
+  std::vector<std::pair<model::OpaqueSymbol, bool>> assuming;
   // The box in words: "arch gfx9, size 256, ratio 1..16" (variables spanning
   // their domain left out; "every configuration" when all do).
   std::string text() const;
