@@ -375,16 +375,7 @@ std::optional<Gap> Solver::computeGap(const Cell& c, GapKind kind) {
         model::assumptionInWords(n, it == gate_.opaques.end() ? nullptr : &*it, val));
   }
   g.counterexample.env = env;
-  if (python_certain)
-    for (const auto& [i, v] : I.featureSwitches()) {
-      const std::string& n = I.py_uninterp_names[i];
-      auto it = std::find_if(gate_.opaques.begin(), gate_.opaques.end(),
-                             [&](const model::OpaqueSymbol& o) { return o.name == n; });
-      model::OpaqueSymbol o;
-      if (it != gate_.opaques.end()) o = *it;
-      else o.name = o.text = n;
-      g.assuming.push_back({o, v});
-    }
+  if (python_certain) g.assuming = I.switchSymbols(gate_.opaques);
   if (!python_certain) {
     // The terms it depends on: those for which "for every value" alone
     // already breaks it. When only a combination does, name them all.

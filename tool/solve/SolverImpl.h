@@ -390,6 +390,20 @@ struct Solver::Impl {
     }
     return *switches;
   }
+  // The feature switches as the gate's symbols (by name; a bare one where
+  // the gate has none of that name), with the value an error takes them in.
+  std::vector<std::pair<model::OpaqueSymbol, bool>> switchSymbols(const std::vector<model::OpaqueSymbol>& known) {
+    std::vector<std::pair<model::OpaqueSymbol, bool>> out;
+    for (const auto& [i, v] : featureSwitches()) {
+      const std::string& n = py_uninterp_names[i];
+      auto it = std::find_if(known.begin(), known.end(), [&](const model::OpaqueSymbol& o) { return o.name == n; });
+      model::OpaqueSymbol o;
+      if (it != known.end()) o = *it;
+      else o.name = o.text = n;
+      out.push_back({o, v});
+    }
+    return out;
+  }
   // What an error assumes: the asserts, and that the feature is on at all.
   z3::expr premise() { return assumed && anyAdmit(); }
 

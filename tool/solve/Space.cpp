@@ -1,7 +1,6 @@
 // Space: regions of the declared variables' product (see Space.h).
 #include "solve/Space.h"
 
-#include <algorithm>
 #include <map>
 #include <set>
 
@@ -98,15 +97,7 @@ class SpaceSolver {
     I.assumed = I.ctx.bool_val(true);
     if (!I.py_uninterp.empty()) {
       g_cert = z3::forall(I.py_uninterp, z3::implies(I.anyAdmit(), g_cert)) && g_poss;
-      for (const auto& [i, v] : I.featureSwitches()) {
-        const std::string& n = I.py_uninterp_names[i];
-        auto it = std::find_if(gate_.opaques.begin(), gate_.opaques.end(),
-                               [&](const m::OpaqueSymbol& o) { return o.name == n; });
-        m::OpaqueSymbol o;
-        if (it != gate_.opaques.end()) o = *it;
-        else o.name = o.text = n;
-        assuming_.push_back({o, v});
-      }
+      assuming_ = I.switchSymbols(gate_.opaques);
     }
     // What a possible gap depends on: the uninterpreted terms the gate's
     // formulas read (the walk may have met others that decide nothing).
