@@ -71,11 +71,7 @@ Solver::Solver(const model::Gate& gate, const model::Dispatch& dispatch, Options
                model::ExprPtr ws_value)
     : gate_(gate), dispatch_(dispatch), impl_(std::make_unique<Impl>(options)) {
   Impl& I = *impl_;
-  I.text_of = [this](const std::string& name) {
-    for (const auto& o : gate_.opaques)
-      if (o.name == name) return o.text.empty() ? name : o.text;
-    return name;
-  };
+  I.textsFrom(gate_.opaques);
   {
     bool nv = false;
     auto mentions = [&](const model::ExprPtr& e) {

@@ -54,6 +54,14 @@ struct Solver::Impl {
   // module flag, an import, an argument-less query may.
   std::vector<bool> py_uninterp_switchable;
   std::function<std::string(const std::string&)> text_of;  // the term's source text
+  // text_of from the gate's symbols (which must outlive this).
+  void textsFrom(const std::vector<model::OpaqueSymbol>& opaques) {
+    text_of = [&opaques](const std::string& name) {
+      for (const auto& o : opaques)
+        if (o.name == name) return o.text.empty() ? name : o.text;
+      return name;
+    };
+  }
   bool switchable(const std::string& name) const {
     std::string t = text_of ? text_of(name) : name;
     for (std::size_t open = t.find('('); open != std::string::npos; open = t.find('(', open + 1)) {

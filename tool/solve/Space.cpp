@@ -40,11 +40,7 @@ class SpaceSolver {
 
   SpaceResult run() {
     SpaceResult out;
-    I.text_of = [this](const std::string& name) {
-      for (const auto& o : gate_.opaques)
-        if (o.name == name) return o.text.empty() ? name : o.text;
-      return name;
-    };
+    I.textsFrom(gate_.opaques);
     for (const auto& v : vars_) I.py_config.insert(v.name);
     m::ExprPtr dom = target::domainExpr(vars_);
     I.collectStrings(dom);
