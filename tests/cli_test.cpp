@@ -88,6 +88,23 @@ TEST(Cli, ACleanCheckoutIsAFewLines) {
   }
 }
 
+TEST(Cli, AFamilyDescribedAsDataListsItsRegionsOnlyOnRequest) {
+  // The default text report asks only whether every admitted configuration
+  // reaches a kernel; --matrix (and the machine formats) search the regions.
+  const char* clean = "check rocm-paged-attention --color never";
+  CliRun r = layergate(clean);
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("\nno gaps: every configuration the gate admits reaches a kernel (--matrix lists them)\n"),
+            std::string::npos) << r.out;
+  CliRun m = layergate(std::string(clean) + " --matrix");
+  EXPECT_EQ(m.status, 0) << m.out << m.err;
+  EXPECT_NE(m.out.find("no gaps: 2 regions of configurations admitted, each reaches a kernel"), std::string::npos) << m.out;
+  EXPECT_NE(m.out.find("-> attention_kernel"), std::string::npos) << m.out;
+  CliRun j = layergate("check rocm-paged-attention --format json");
+  EXPECT_NE(j.out.find("\"served\""), std::string::npos);
+  EXPECT_NE(j.out.find("attention_kernel"), std::string::npos) << j.out;
+}
+
 TEST(Cli, ConciseIsOneLinePerDiagnosticAndACount) {
   for (const char* flag : {"--output-format concise", "--format concise", "-f concise"}) {
     CliRun r = layergate(std::string("check seed-force-pcie ") + flag);
