@@ -92,6 +92,25 @@ class IncludeWatcher : public PPCallbacks {
   ParseJob& job_;
 };
 
+// Clang instantiates at the end of the translation unit every function
+// template specialization the file uses (a launcher per dtype, head size and
+// block size): most of a parse's time on a dispatch written as templates,
+// and of no use to the analysis except the specializations the dispatch walk
+// enters. Sema asks its external sources for their pending instantiations
+// just before it performs them: this source then empties the queue (the
+// file's and the precompiled prelude's). The walk asks for the bodies it
+// follows (WalkOptions::instantiate), whose errors are then collected as any
+// other. Specializations clang must instantiate at once (constexpr functions,
+// for constant evaluation) are never queued.
+class DeferInstantiations : public ExternalSemaSource {
+ public:
+  Sema* sema = nullptr;
+  void ReadPendingInstantiations(SmallVectorImpl<std::pair<ValueDecl*, SourceLocation>>& pending) override {
+    pending.clear();
+    if (sema) sema->PendingInstantiations.clear();
+  }
+};
+
 class FindDispatch : public RecursiveASTVisitor<FindDispatch> {
  public:
   explicit FindDispatch(const target::CppDispatchSpec& spec) : spec_(spec) {}
@@ -123,11 +142,16 @@ class Consumer : public SemaConsumer {
   Consumer(ParseJob& job, CompilerInstance& ci) : job_(job), ci_(ci) {}
 
   void InitializeSema(Sema& s) override {
+    job_.sema = &s;
+    defer_->sema = &s;
+    s.addExternalSource(defer_.get());
     if (!job_.missing_ops) return;
     job_.missing_ops->sema = &s;
     s.addExternalSource(job_.missing_ops.get());
   }
   void ForgetSema() override {
+    job_.sema = nullptr;
+    defer_->sema = nullptr;
     if (job_.missing_ops) job_.missing_ops->sema = nullptr;
   }
 
@@ -200,7 +224,23 @@ class Consumer : public SemaConsumer {
           detail::Reached reached;
           // A launch in the text but not in the AST is one clang dropped only
           // when clang rejected something (otherwise: a lambda, a skipped #if).
-          wo.tu_has_errors = job_.diags && !job_.diags->located.empty();
+          const CollectingDiags* diags = job_.diags;
+          wo.tu_has_errors = [diags] { return diags && !diags->located.empty(); };
+          wo.errors_in = [diags, &sm](SourceRange r) {
+            if (!diags || diags->located.empty()) return false;
+            SourceLocation b = sm.getExpansionLoc(r.getBegin()), e = sm.getExpansionLoc(r.getEnd());
+            return std::any_of(diags->located.begin(), diags->located.end(), [&](const auto& d) {
+              SourceLocation l = sm.getExpansionLoc(d.first);
+              return !sm.isBeforeInTranslationUnit(l, b) && !sm.isBeforeInTranslationUnit(e, l);
+            });
+          };
+          Sema* sema = job_.sema;
+          wo.instantiate = [sema](const FunctionDecl* fd, SourceLocation at) {
+            if (!sema) return;
+            sema->InstantiateFunctionDefinition(at, const_cast<FunctionDecl*>(fd), /*Recursive=*/false,
+                                                /*DefinitionRequired=*/false, /*AtEndOfTU=*/true);
+            sema->PendingInstantiations.clear();  // what it uses: instantiated when the walk follows it
+          };
           job_.result.dispatch = detail::walkDispatch(ctx, chosen, *job_.spec, wo, &reached);
           job_.result.dispatch.params = trace.params(chosen);
           job_.result.dispatch.is_template = chosen->getDescribedFunctionTemplate() != nullptr ||
@@ -256,6 +296,7 @@ class Consumer : public SemaConsumer {
  private:
   ParseJob& job_;
   CompilerInstance& ci_;
+  llvm::IntrusiveRefCntPtr<DeferInstantiations> defer_ = llvm::makeIntrusiveRefCnt<DeferInstantiations>();
 };
 
 class Action : public ASTFrontendAction {

@@ -65,6 +65,9 @@ struct ParseJob {
   std::map<std::string, std::string> stubbed;  // path of the empty file -> note
   std::set<std::string> stub_noted;
   const CollectingDiags* diags = nullptr;
+  // The parse's semantic analysis, while it lives: the walk instantiates the
+  // templates it follows through it (CppFrontend.cpp, DeferInstantiations).
+  Sema* sema = nullptr;
   ParseResult result;
 };
 

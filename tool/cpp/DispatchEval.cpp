@@ -68,6 +68,12 @@ ExprPtr Walker::opaque(const std::string& text, m::Sort sort, SourceLocation whe
   return m::Var(text, sort, m::VarKind::Opaque);
 }
 
+ExprPtr Walker::opaqueOf(const Expr* e, m::Sort sort) {
+  std::string t = textOf(e);
+  if (!tframes_.empty() && e->isInstantiationDependent()) tframes_.back().dependent.insert(t);
+  return opaque(t, sort, e->getBeginLoc());
+}
+
 ExprPtr Walker::configVar(const std::string& name, m::Sort sort, const State& st) {
   auto f = st.facts.find(name);
   if (f != st.facts.end() && f->second->sort == sort) return f->second;
@@ -156,8 +162,8 @@ bool Walker::isStringType(QualType t) {
 Val Walker::opaqueOfType(const Expr* e) {
   QualType t = e->getType();
   if (t.isNull() || t->isDependentType()) return Val::unknown();
-  if (t->isBooleanType()) return Val::boolean(opaque(textOf(e), m::Sort::Bool, e->getBeginLoc()));
-  if (t->isIntegralOrEnumerationType()) return Val::integer(opaque(textOf(e), m::Sort::Int, e->getBeginLoc()));
+  if (t->isBooleanType()) return Val::boolean(opaqueOf(e, m::Sort::Bool));
+  if (t->isIntegralOrEnumerationType()) return Val::integer(opaqueOf(e, m::Sort::Int));
   return Val::unknown();
 }
 
@@ -198,7 +204,7 @@ ExprPtr Walker::asBool(const Val& v, const Expr* e) {
     case Val::Str: return m::True();
     case Val::Unknown: break;
   }
-  return opaque(textOf(e), m::Sort::Bool, e->getBeginLoc());
+  return opaqueOf(e, m::Sort::Bool);
 }
 
 ExprPtr Walker::asInt(const Val& v, const Expr* e) {
@@ -267,7 +273,7 @@ Val Walker::compare(BinaryOperatorKind opc, const Expr* lhs, const Expr* rhs, co
     return Val::boolean(op == m::Op::Eq ? eq : m::Not(eq));
   }
   ExprPtr x = asInt(a, lhs), y = asInt(b, rhs);
-  if (!x || !y) return Val::boolean(opaque(textOf(whole), m::Sort::Bool, whole->getBeginLoc()));
+  if (!x || !y) return Val::boolean(opaqueOf(whole, m::Sort::Bool));
   return Val::boolean(cmp(op, x, y));
 }
 
@@ -425,6 +431,9 @@ std::optional<Val> Walker::declaredVal(const Expr* e) {
 
 Val Walker::evalInner(const Expr* e, State& st) {
   e = strip(e);
+  // In a template pattern, code clang rejected reads as its instantiation
+  // does (which may drop the statements around it): walked there instead.
+  if (!tframes_.empty() && e && e->containsErrors()) tframes_.back().unresolved = true;
   if (auto dv = declaredVal(e)) return *dv;
   if (auto k = constInt(e)) {
     if (e->getType()->isBooleanType()) return Val::boolean(m::BoolC(*k != 0));
@@ -468,8 +477,16 @@ Val Walker::evalInner(const Expr* e, State& st) {
   }
   if (auto* d = dyn_cast<DeclRefExpr>(e)) {
     const ValueDecl* vd = d->getDecl();
+    if (isa<NonTypeTemplateParmDecl>(vd) && !tframes_.empty()) {
+      auto b = tframes_.back().bound.find(vd);
+      if (b != tframes_.back().bound.end()) {
+        tframes_.back().read.insert(vd);
+        return b->second;
+      }
+    }
     std::string name = vd->getNameAsString();
     if (auto* var = dyn_cast<VarDecl>(vd)) {
+      if (!tframes_.empty() && var->isInvalidDecl()) tframes_.back().unresolved = true;
       if (const Val* local = st.locals.find(var)) return *local;
       if (spec_.members.count(name)) return memberVal(name, d->getType(), st);
       if (var->hasLocalStorage() && isByteCountName(name))
@@ -564,7 +581,7 @@ ExprPtr Walker::condition(const Expr* e, State& st) {
     if (v.kind != m::VarKind::Opaque) hasConfig = true;
   if (!hasConfig) {
     std::string t = textOf(e);
-    if (!(c->op == m::Op::Var && c->s == t)) c = opaque(t, m::Sort::Bool, e->getBeginLoc());
+    if (!(c->op == m::Op::Var && c->s == t)) c = opaqueOf(e, m::Sort::Bool);
   }
   return c;
 }

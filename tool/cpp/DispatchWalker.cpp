@@ -276,7 +276,14 @@ Val Walker::initValue(const VarDecl* vd, State& st) {
     return Val::unknown();
   }
   Val v = eval(init, st);
-  if (v.kind == Val::Unknown) return v;
+  if (v.kind == Val::Unknown) {
+    // In a template pattern, a number or a flag only the instantiation knows.
+    QualType t = vd->getType();
+    if (!tframes_.empty() && init->isInstantiationDependent() && !t.isNull() &&
+        (t->isIntegralOrEnumerationType() || (t->isDependentType() && !t->isPointerType() && !t->isReferenceType())))
+      tframes_.back().unresolved = true;
+    return v;
+  }
   return convert(v, vd->getType(), init);
 }
 
@@ -407,18 +414,109 @@ Flow Walker::exec(const Stmt* s, std::vector<State> in, int depth) {
 // back, one per kernel it launched first. Each call then adds the throws under
 // the caller's path condition and continues once per way back, so that a
 // launcher called from many branches costs one walk, not one per branch.
+const FunctionDecl* Walker::patternToWalk(const FunctionDecl* fd) {
+  if (!fd || fd->getTemplateSpecializationKind() != TSK_ImplicitInstantiation || !fd->getPrimaryTemplate())
+    return nullptr;
+  const FunctionDecl* pat = fd->getTemplateInstantiationPattern();
+  if (!pat || !pat->getBody() || pattern_failed_.count(pat) || pat->getNumParams() != fd->getNumParams())
+    return nullptr;
+  for (const ParmVarDecl* p : pat->parameters())
+    if (p->isParameterPack()) return nullptr;
+  // A pattern clang rejected in part reads as its instantiation does (which
+  // may drop the statements around the error).
+  if (opts_.errors_in && opts_.errors_in(pat->getSourceRange())) {
+    pattern_failed_.insert(pat);
+    return nullptr;
+  }
+  return pat;
+}
+
+// The summary of one walk of def's body from a state of its own, its
+// parameters bound to args.
+Walker::CallSummary Walker::summarise(const FunctionDecl* def, const std::vector<Val>& args, int depth) {
+  if (reached_ && std::find(reached_->followed.begin(), reached_->followed.end(), def) == reached_->followed.end())
+    reached_->followed.push_back(def);
+  State fresh;
+  for (std::size_t i = 0; i < args.size(); ++i) fresh.locals.set(def->getParamDecl(static_cast<unsigned>(i)), args[i]);
+  std::vector<State> start;
+  start.push_back(std::move(fresh));
+  std::vector<State> returned;
+  std::size_t first_leaf = raw_.size();
+  entered_.push_back(def);
+  inline_returns_.push_back(&returned);
+  Flow f;
+  try {
+    f = exec(def->getBody(), std::move(start), depth + 1);
+  } catch (...) {
+    entered_.pop_back();
+    inline_returns_.pop_back();
+    throw;
+  }
+  entered_.pop_back();
+  inline_returns_.pop_back();
+  CallSummary sum;
+  sum.leaves.assign(raw_.begin() + static_cast<long>(first_leaf), raw_.end());
+  raw_.resize(first_leaf);
+  for (auto& b : returned) f.normal.push_back(std::move(b));
+  for (const State& x : f.normal) {
+    std::string k = x.launch ? x.launch->kernel : "";
+    auto g = std::find_if(sum.exits.begin(), sum.exits.end(), [&](const CallSummary::Exit& y) {
+      return (y.launch ? y.launch->kernel : "") == k;
+    });
+    if (g == sum.exits.end()) sum.exits.push_back({x.pc, x.launch});
+    else g->pc = orMerge(g->pc, x.pc);
+  }
+  return sum;
+}
+
+namespace {
+
+// Whether e mentions one of the opaque terms named in names.
+bool mentions(const ExprPtr& e, const std::set<std::string>& names) {
+  if (!e || names.empty()) return false;
+  for (const auto& v : m::varsOf(e))
+    if (v.kind == m::VarKind::Opaque && names.count(v.name)) return true;
+  return false;
+}
+
+}  // namespace
+
 std::optional<Flow> Walker::followCall(const Expr* e, std::vector<State>& in, int depth) {
   const auto* call = dyn_cast_or_null<CallExpr>(stripCasts(e));
   if (!call || isa<CUDAKernelCallExpr>(call) || isa<CXXOperatorCallExpr>(call)) return std::nullopt;
   const FunctionDecl* fd = call->getDirectCallee();
+  if (!fd && !tframes_.empty()) {
+    // A call in a template pattern that its instantiation resolves: followed
+    // there when it names a free function of the user's files.
+    for (const FunctionDecl* c : calleesOf(call))
+      if (!isa<CXXMethodDecl>(c)) tframes_.back().unresolved = true;
+  }
   if (!fd || isa<CXXMethodDecl>(fd)) return std::nullopt;
-  const FunctionDecl* def = nullptr;
-  if (!fd->getBody(def) || !def || !def->getBody()) return std::nullopt;
+  const FunctionDecl* pat = patternToWalk(fd);
+  const FunctionDecl* def = pat;
+  if (!def && !fd->getBody(def) && opts_.instantiate && fd->isTemplateInstantiation())
+    if (const FunctionDecl* p = fd->getTemplateInstantiationPattern(); p && p->hasBody())
+      opts_.instantiate(fd, call->getBeginLoc());
+  if (!def && (!fd->getBody(def) || !def || !def->getBody())) return std::nullopt;
   if (def->hasAttr<CUDAGlobalAttr>() || (def->hasAttr<CUDADeviceAttr>() && !def->hasAttr<CUDAHostAttr>()))
     return std::nullopt;
   if (opts_.is_user_code && !opts_.is_user_code(def->getLocation())) return std::nullopt;
   if (std::find(entered_.begin(), entered_.end(), def) != entered_.end() || entered_.size() >= 8) return std::nullopt;
+  // The template's value parameters, bound to this specialization's arguments.
+  std::map<const NamedDecl*, Val> bound;
+  if (pat) {
+    const TemplateParameterList* tps = fd->getPrimaryTemplate()->getTemplateParameters();
+    const TemplateArgumentList* tas = fd->getTemplateSpecializationArgs();
+    for (unsigned i = 0; tps && tas && i < tps->size() && i < tas->size(); ++i) {
+      const auto* nt = dyn_cast<NonTypeTemplateParmDecl>(tps->getParam(i));
+      const TemplateArgument& a = tas->get(i);
+      if (!nt || a.getKind() != TemplateArgument::Integral || a.getAsIntegral().getSignificantBits() > 64) continue;
+      std::int64_t v = a.getAsIntegral().getExtValue();
+      bound[nt] = a.getIntegralType()->isBooleanType() ? Val::boolean(m::BoolC(v != 0)) : Val::integer(m::IntC(v));
+    }
+  }
   Flow out;
+  const std::size_t leaves_before = raw_.size();
   for (State& st : in) {
     std::vector<Val> args;
     std::string key = std::to_string(reinterpret_cast<std::uintptr_t>(def));
@@ -427,49 +525,60 @@ std::optional<Flow> Walker::followCall(const Expr* e, std::vector<State>& in, in
       key += "|" + std::to_string(static_cast<int>(args.back().kind)) + ":" + (args.back().e ? args.back().e->str() : "") +
              ":" + (args.back().nonnull ? args.back().nonnull->str() : "");
     }
-    auto it = summaries_.find(key);
-    if (it == summaries_.end()) {
-      if (reached_ && std::find(reached_->followed.begin(), reached_->followed.end(), def) == reached_->followed.end())
-        reached_->followed.push_back(def);
-      State fresh;
-      for (std::size_t i = 0; i < args.size(); ++i) fresh.locals.set(def->getParamDecl(static_cast<unsigned>(i)), args[i]);
-      std::vector<State> start;
-      start.push_back(std::move(fresh));
-      std::vector<State> returned;
-      std::size_t first_leaf = raw_.size();
-      entered_.push_back(def);
-      inline_returns_.push_back(&returned);
-      Flow f;
-      try {
-        f = exec(def->getBody(), std::move(start), depth + 1);
-      } catch (...) {
-        entered_.pop_back();
-        inline_returns_.pop_back();
-        throw;
-      }
-      entered_.pop_back();
-      inline_returns_.pop_back();
-      CallSummary sum;
-      sum.leaves.assign(raw_.begin() + static_cast<long>(first_leaf), raw_.end());
-      raw_.resize(first_leaf);
-      for (auto& b : returned) f.normal.push_back(std::move(b));
-      for (const State& x : f.normal) {
-        std::string k = x.launch ? x.launch->kernel : "";
-        auto g = std::find_if(sum.exits.begin(), sum.exits.end(), [&](const CallSummary::Exit& y) {
-          return (y.launch ? y.launch->kernel : "") == k;
+    const CallSummary* sum = nullptr;
+    if (pat && !pattern_failed_.count(pat)) {
+      auto& variants = pattern_summaries_[key];
+      for (const PatternSummary& ps : variants) {
+        bool same_reads = std::all_of(ps.reads.begin(), ps.reads.end(), [&](const auto& r) {
+          auto b = bound.find(r.first);
+          return b != bound.end() && b->second.e && m::equal(b->second.e, r.second);
         });
-        if (g == sum.exits.end()) sum.exits.push_back({x.pc, x.launch});
-        else g->pc = orMerge(g->pc, x.pc);
+        if (same_reads) {
+          sum = &ps.summary;
+          break;
+        }
       }
-      it = summaries_.emplace(key, std::move(sum)).first;
+      if (!sum) {
+        TemplateFrame frame;
+        frame.bound = bound;
+        tframes_.push_back(std::move(frame));
+        CallSummary walked;
+        try {
+          walked = summarise(pat, args, depth);
+        } catch (...) {
+          tframes_.pop_back();
+          throw;
+        }
+        TemplateFrame done = std::move(tframes_.back());
+        tframes_.pop_back();
+        bool resolved = !done.unresolved;
+        for (const RawLeaf& l : walked.leaves) resolved = resolved && !mentions(l.cond, done.dependent);
+        for (const auto& x : walked.exits) resolved = resolved && !mentions(x.pc, done.dependent);
+        if (resolved) {
+          PatternSummary ps;
+          for (const NamedDecl* r : done.read) ps.reads.push_back({r, bound[r].e});
+          ps.summary = std::move(walked);
+          variants.push_back(std::move(ps));
+          sum = &variants.back().summary;
+        } else {
+          // What the pattern's walk found rests on the instantiation: walk
+          // that instead, for every call of this template.
+          pattern_failed_.insert(pat);
+          raw_.resize(leaves_before);
+          return followCall(e, in, depth);
+        }
+      }
+    } else {
+      auto it = summaries_.find(key);
+      if (it == summaries_.end()) it = summaries_.emplace(key, summarise(def, args, depth)).first;
+      sum = &it->second;
     }
-    const CallSummary& sum = it->second;
-    for (const RawLeaf& l : sum.leaves) {
+    for (const RawLeaf& l : sum->leaves) {
       ExprPtr pc = m::And(st.pc, l.cond);
       if (m::isFalse(pc)) continue;
       raw_.push_back({l.kind, pc, l.kernel, l.text, l.loc, l.no_else});
     }
-    for (const auto& x : sum.exits) {
+    for (const auto& x : sum->exits) {
       State next = st;
       next.pc = m::And(st.pc, x.pc);
       if (m::isFalse(next.pc)) continue;
@@ -594,7 +703,7 @@ Flow Walker::execSwitch(const SwitchStmt* sw, std::vector<State> in, int depth) 
             if (v.kind != m::VarKind::Opaque) return false;
           return !m::isConst(x);
         }()) {
-      x = opaque(subject, m::Sort::Int, sw->getCond()->getBeginLoc());
+      x = opaqueOf(sw->getCond(), m::Sort::Int);
       opaqueSubject = true;
     }
     (void)opaqueSubject;
@@ -605,10 +714,10 @@ Flow Walker::execSwitch(const SwitchStmt* sw, std::vector<State> in, int depth) 
       ExprPtr hit;
       Val lo = eval(cs->getLHS(), st);
       ExprPtr lov = asInt(lo, cs->getLHS());
-      if (!lov) lov = opaque(textOf(cs->getLHS()), m::Sort::Int, cs->getLHS()->getBeginLoc());
+      if (!lov) lov = opaqueOf(cs->getLHS(), m::Sort::Int);
       if (cs->caseStmtIsGNURange() && cs->getRHS()) {
         ExprPtr hiv = asInt(eval(cs->getRHS(), st), cs->getRHS());
-        if (!hiv) hiv = opaque(textOf(cs->getRHS()), m::Sort::Int, cs->getRHS()->getBeginLoc());
+        if (!hiv) hiv = opaqueOf(cs->getRHS(), m::Sort::Int);
         hit = m::And(m::Cmp(m::Op::Ge, x, lov), m::Cmp(m::Op::Le, x, hiv));
       } else {
         hit = m::Cmp(m::Op::Eq, x, lov);
@@ -936,7 +1045,7 @@ bool Walker::textLaunches(const Stmt* s, const std::set<std::string>& macros) {
 // Its kernel: the longest identifier among the launching call's arguments
 // (KL(ngpus, cross_device_reduce_1stage)), else the text.
 std::optional<std::string> Walker::droppedLaunch(const CompoundStmt* cs) {
-  if (!opts_.tu_has_errors) return std::nullopt;
+  if (!opts_.tu_has_errors || !opts_.tu_has_errors()) return std::nullopt;
   auto memo = dropped_memo_.find(cs);
   if (memo != dropped_memo_.end()) return memo->second;
   std::optional<std::string> out;

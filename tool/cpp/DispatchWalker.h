@@ -29,8 +29,15 @@ namespace layergate::cpp::detail {
 struct WalkOptions {
   int max_depth = 200;
   // Clang rejected something in the translation unit: a launch in the text
-  // that the AST lacks is one clang dropped (read from the text).
-  bool tu_has_errors = false;
+  // that the AST lacks is one clang dropped (read from the text). Asked when
+  // needed: instantiating a template during the walk may add errors.
+  std::function<bool()> tu_has_errors;
+  // Gives a function template's specialization its body (clang instantiates
+  // only what the walk follows; see CppFrontend.cpp); unset: no bodies are
+  // added.
+  std::function<void(const clang::FunctionDecl*, clang::SourceLocation)> instantiate;
+  // Whether clang reported an error inside the range (unset: none known).
+  std::function<bool(clang::SourceRange)> errors_in;
   std::size_t max_paths = 20000;
   // File name to report for a location's file (the caller's spelling for the
   // files it gave us).

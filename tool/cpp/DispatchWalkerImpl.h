@@ -140,6 +140,9 @@ class Walker {
   // --- opaques and config variables, in DispatchEval.cpp -----------------------
 
   ExprPtr opaque(const std::string& text, m::Sort sort, SourceLocation where);
+  // The opaque term of an expression (its text); inside a template pattern,
+  // one made of a dependent expression is remembered (TemplateFrame).
+  ExprPtr opaqueOf(const Expr* e, m::Sort sort);
   ExprPtr configVar(const std::string& name, m::Sort sort, const State& st);
   Val memberVal(const std::string& member, QualType type, const State& st);
   void noteEnv(const std::string& name);
@@ -196,6 +199,10 @@ class Walker {
   Flow execSwitch(const SwitchStmt* sw, std::vector<State> in, int depth);
   Flow execLoop(const Stmt* s, std::vector<State> in, int depth);
   std::optional<Flow> followCall(const Expr* e, std::vector<State>& in, int depth);
+  // The pattern to walk for a call of fd, an implicit specialization of a
+  // function template (its template's value parameters then bound to fd's
+  // arguments); null when fd is none or its pattern is not walked so.
+  const FunctionDecl* patternToWalk(const FunctionDecl* fd);
   // Expressions the target declares (cpp.values), by their text without blanks.
   std::optional<Val> declaredVal(const Expr* e);
 
@@ -283,6 +290,28 @@ class Walker {
     std::vector<Exit> exits;
   };
   std::map<std::string, CallSummary> summaries_;
+  CallSummary summarise(const FunctionDecl* def, const std::vector<Val>& args, int depth);
+  // A followed specialization of a function template is walked as its
+  // pattern, its template's value parameters (HEAD_SIZE, BLOCK_SIZE, a bool
+  // or an enum) bound to the specialization's arguments: clang need not
+  // instantiate it, and the specializations that differ only in arguments
+  // the body never reads share one walk. A walk whose result rests on what
+  // only the instantiation knows (a type parameter, a call the
+  // instantiation would resolve and follow) is dropped for the
+  // instantiation's.
+  struct TemplateFrame {
+    std::map<const NamedDecl*, Val> bound;
+    std::set<const NamedDecl*> read;   // bound parameters the walk evaluated
+    std::set<std::string> dependent;   // opaque terms made of dependent expressions
+    bool unresolved = false;           // a dependent call to a function of the user's files
+  };
+  std::vector<TemplateFrame> tframes_;
+  struct PatternSummary {
+    std::vector<std::pair<const NamedDecl*, ExprPtr>> reads;  // the bound values it read
+    CallSummary summary;
+  };
+  std::map<std::string, std::vector<PatternSummary>> pattern_summaries_;
+  std::set<const FunctionDecl*> pattern_failed_;  // patterns walked through their instantiations
   int eval_depth_ = 0;
 };
 
