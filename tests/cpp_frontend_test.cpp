@@ -626,6 +626,99 @@ TEST(CppFrontend, DeepNestingIsCleanError) {
   EXPECT_EQ(theLeaf(d, base().ws(6).nvl(false).bytes(1)).kind, m::LeafKind::None);
 }
 
+// A dispatch written as templates (ROCm paged attention's shape): the entry
+// calls a launcher specialization per head size and block size. The walk
+// reads a launcher through its pattern with the template's value parameters
+// bound (clang instantiates none of them), and through its instantiation
+// where the pattern's reading rests on a type parameter.
+const lg::target::CppDispatchSpec& pagedSpec() {
+  static lg::target::Target t =
+      lg::target::loadTarget(std::string(LAYERGATE_SOURCE_DIR) + "/rules/targets/rocm-paged-attention.json");
+  return t.cpp;
+}
+
+TEST(CppFrontend, LauncherTemplatesAreWalkedWithTheirArgumentsBound) {
+  std::string dir = tempDir();
+  std::string src = R"(#include <torch/all.h>
+#include <type_traits>
+
+template <typename T, int HEAD, int GQA>
+__global__ void attention_kernel(T* out, int n) {}
+template <typename T, int HEAD>
+__global__ void wide_kernel(T* out, int n) {}
+
+template <typename T, int BLOCK, int HEAD>
+void launch(torch::Tensor& out, torch::Tensor& query, int num_kv_heads) {
+  const int ratio = query.size(1) / num_kv_heads;
+  T* o = reinterpret_cast<T*>(out.data_ptr());
+  dim3 grid(1), block(256);
+  const int rows = (HEAD * BLOCK) / 64;
+  if (rows > 256) {
+    TORCH_CHECK(false, "too many rows");
+  }
+  switch (ratio) {
+    case 1: attention_kernel<T, HEAD, 1><<<grid, block>>>(o, 0); break;
+    case 2: attention_kernel<T, HEAD, 2><<<grid, block>>>(o, 0); break;
+    default: TORCH_CHECK(false, "unsupported ratio");
+  }
+}
+
+template <typename T, int HEAD>
+void launch_typed(torch::Tensor& out) {
+  T* o = reinterpret_cast<T*>(out.data_ptr());
+  dim3 grid(1), block(256);
+  if (std::is_same<T, float>::value) {
+    TORCH_CHECK(false, "no float kernel");
+  }
+  wide_kernel<T, HEAD><<<grid, block>>>(o, 0);
+}
+
+void paged_attention(torch::Tensor& out, torch::Tensor& query, int64_t num_kv_heads, int64_t block_size) {
+  const int head_size = query.size(2);
+  if (query.dtype() == at::ScalarType::Half) {
+    switch (head_size) {
+      case 128:
+        if (block_size == 16) launch<at::Half, 16, 128>(out, query, num_kv_heads);
+        else launch<at::Half, 256, 128>(out, query, num_kv_heads);
+        break;
+      case 256:
+        launch_typed<at::Half, 256>(out);
+        break;
+      default:
+        TORCH_CHECK(false, "unsupported head size");
+    }
+  } else if (query.dtype() == at::ScalarType::Float) {
+    launch_typed<float, 256>(out);
+  } else {
+    TORCH_CHECK(false, "unsupported dtype");
+  }
+}
+)";
+  std::string path = writeFile(dir, "attention.cu", src);
+  m::Dispatch d = lg::cpp::extractDispatch({path}, pagedSpec());
+  SCOPED_TRACE(dump(d));
+  auto cfg = [](const std::string& qtype, std::int64_t head, std::int64_t block, std::int64_t gqa) {
+    Config c;
+    c.vars["qtype"] = {m::Sort::Str, false, 0, qtype};
+    c.vars["head_size"] = {m::Sort::Int, false, head, {}};
+    c.vars["block_size"] = {m::Sort::Int, false, block, {}};
+    c.vars["gqa_ratio"] = {m::Sort::Int, false, gqa, {}};
+    c.vars["num_kv_heads"] = {m::Sort::Int, false, 2, {}};
+    c.vars["gpu_arch"] = {m::Sort::Str, false, 0, "gfx9"};
+    return c;
+  };
+  // Bound value parameters decide: HEAD * BLOCK / 64 rows is 32 at block
+  // 16 and 512 at block 256.
+  EXPECT_EQ(theLeaf(d, cfg("float16", 128, 16, 2)).kernel, "attention_kernel");
+  EXPECT_EQ(theLeaf(d, cfg("float16", 128, 16, 3)).text, "unsupported ratio");
+  EXPECT_EQ(theLeaf(d, cfg("float16", 128, 256, 1)).text, "too many rows");
+  // The type parameter decides, as the instantiations read it.
+  EXPECT_EQ(theLeaf(d, cfg("float16", 256, 16, 1)).kernel, "wide_kernel");
+  EXPECT_EQ(theLeaf(d, cfg("float32", 256, 16, 1)).text, "no float kernel");
+  EXPECT_EQ(dump(d).find("is_same"), std::string::npos);
+  EXPECT_EQ(dump(d).find("HEAD"), std::string::npos);
+}
+
 TEST(CppFrontend, ParseTime) {
   std::string dir = tempDir();
   std::string path = writeFile(dir, "custom_all_reduce.cuh", sglangSource());
