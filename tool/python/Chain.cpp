@@ -10,9 +10,8 @@
 #include <set>
 
 #include "model/Errors.h"
+#include "python/Parse.h"
 #include "python/Syntax.h"
-
-extern "C" const TSLanguage* tree_sitter_python();
 
 namespace layergate::python {
 
@@ -300,10 +299,7 @@ std::optional<model::SelectionChain> extractChain(const std::vector<SourceFile>&
                                                   const std::vector<std::string>& selection_functions) {
   const std::set<std::string> selectors(selection_functions.begin(), selection_functions.end());
   for (const auto& f : files) {
-    TSParser* parser = ts_parser_new();
-    ts_parser_set_language(parser, tree_sitter_python());
-    TSTree* tree = ts_parser_parse_string(parser, nullptr, f.text.data(), static_cast<uint32_t>(f.text.size()));
-    ts_parser_delete(parser);
+    TSTree* tree = parsePython(f.text);
     if (!tree) continue;
     std::optional<model::SelectionChain> out;
     Reader r(f);

@@ -12,9 +12,9 @@
 
 #include <tree_sitter/api.h>
 
+#include "python/Parse.h"
 #include "python/Walker.h"
 
-extern "C" const TSLanguage* tree_sitter_python();
 
 namespace layergate::python {
 
@@ -37,10 +37,7 @@ model::Gate extractGate(const SourceFile& file, const target::PythonGateSpec& sp
 
 Outline outline(const std::string& text) {
   Outline out;
-  TSParser* parser = ts_parser_new();
-  ts_parser_set_language(parser, tree_sitter_python());
-  TSTree* tree = ts_parser_parse_string(parser, nullptr, text.data(), static_cast<uint32_t>(text.size()));
-  ts_parser_delete(parser);
+  TSTree* tree = parsePython(text);
   if (!tree) return out;
   TSNode root = ts_tree_root_node(tree);
   std::vector<std::pair<TSNode, bool>> stack{{root, true}};  // node, at module level

@@ -3,19 +3,15 @@
 // `def` and `class`, named with their enclosing classes and functions.
 #include <tree_sitter/api.h>
 
+#include "python/Parse.h"
 #include "python/PythonFrontend.h"
 #include "python/Syntax.h"
-
-extern "C" const TSLanguage* tree_sitter_python();
 
 namespace layergate::python {
 
 model::SourceFacts sourceFacts(const std::string& text) {
   model::SourceFacts out;
-  TSParser* parser = ts_parser_new();
-  ts_parser_set_language(parser, tree_sitter_python());
-  TSTree* tree = ts_parser_parse_string(parser, nullptr, text.data(), static_cast<uint32_t>(text.size()));
-  ts_parser_delete(parser);
+  TSTree* tree = parsePython(text);
   if (!tree) return out;
   auto source = [&](TSNode n) {
     return text.substr(ts_node_start_byte(n), ts_node_end_byte(n) - ts_node_start_byte(n));

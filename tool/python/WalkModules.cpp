@@ -10,8 +10,7 @@
 #include <vector>
 
 #include "model/Errors.h"
-
-extern "C" const TSLanguage* tree_sitter_python();
+#include "python/Parse.h"
 
 namespace layergate::python::detail {
 
@@ -264,10 +263,7 @@ Module* Walker::addModule(const SourceFile& f, bool from_disk) {
   auto m = std::make_unique<Module>();
   m->file = &f;
   m->from_disk = from_disk;
-  TSParser* parser = ts_parser_new();
-  ts_parser_set_language(parser, tree_sitter_python());
-  m->tree = ts_parser_parse_string(parser, nullptr, f.text.data(), static_cast<uint32_t>(f.text.size()));
-  ts_parser_delete(parser);
+  m->tree = parsePython(f.text);
   if (!m->tree) throw InputError(f.path + ": could not be parsed");
   m->root = ts_tree_root_node(m->tree);
   moduleNames(*m);

@@ -12,8 +12,6 @@
 
 #include "model/Errors.h"
 
-extern "C" const TSLanguage* tree_sitter_python();
-
 namespace layergate::python::detail {
 
 // --- text and locations ---------------------------------------------------

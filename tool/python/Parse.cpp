@@ -1,0 +1,56 @@
+#include "python/Parse.h"
+
+#include <mutex>
+#include <unordered_map>
+
+extern "C" const TSLanguage* tree_sitter_python();
+
+namespace layergate::python {
+
+namespace {
+
+constexpr std::size_t kMaxCachedBytes = std::size_t(64) << 20;
+
+struct Cache {
+  std::mutex mu;
+  std::unordered_map<std::string, TSTree*> trees;
+  std::size_t bytes = 0;
+  void clear() {
+    for (auto& [text, tree] : trees) ts_tree_delete(tree);
+    trees.clear();
+    bytes = 0;
+  }
+  ~Cache() { clear(); }
+};
+
+Cache& cache() {
+  static Cache c;
+  return c;
+}
+
+}  // namespace
+
+TSTree* parsePython(const std::string& text) {
+  Cache& c = cache();
+  {
+    std::lock_guard<std::mutex> lock(c.mu);
+    auto it = c.trees.find(text);
+    if (it != c.trees.end()) return ts_tree_copy(it->second);
+  }
+  TSParser* parser = ts_parser_new();
+  ts_parser_set_language(parser, tree_sitter_python());
+  TSTree* tree = ts_parser_parse_string(parser, nullptr, text.data(), static_cast<uint32_t>(text.size()));
+  ts_parser_delete(parser);
+  if (!tree) return nullptr;
+  std::lock_guard<std::mutex> lock(c.mu);
+  if (c.bytes + text.size() > kMaxCachedBytes) c.clear();
+  auto [it, fresh] = c.trees.emplace(text, tree);
+  if (!fresh) {
+    ts_tree_delete(tree);  // another thread parsed it meanwhile
+    return ts_tree_copy(it->second);
+  }
+  c.bytes += text.size();
+  return ts_tree_copy(tree);
+}
+
+}  // namespace layergate::python
