@@ -6,6 +6,7 @@
 //   2  bad usage or bad input (one-line reason on stderr)
 //   3  internal error (a bug in layergate; please report it)
 //   4  selftest only: no CUDA GPU here, nothing to test
+#include <malloc.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -266,6 +267,12 @@ int runTargets(const std::string& rules_dir) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A run allocates and frees the same large blocks again and again (a Z3
+  // context per solver, a clang AST per parse). Returned to the system, each
+  // comes back as thousands of page faults (a context: about 4,000); kept in
+  // the heap, it is reused.
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
   CLI::App app{"layergate: verifies layered gates — a Python gate that admits a fast path and the\n"
                "C++/CUDA dispatch that picks its kernel — and reports every configuration the\n"
                "gate admits but no kernel serves (first target: the custom all-reduce of SGLang and vLLM).",
