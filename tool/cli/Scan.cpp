@@ -6,12 +6,14 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "jobs/Jobs.h"
 #include "model/Errors.h"
+#include "solve/Solver.h"
 #include "target/Chains.h"
 
 namespace layergate::driver {
@@ -123,6 +125,16 @@ ScanResult scan(const ScanRequest& req) {
     std::string root = req.root;
     dopt.exclude = [settings, root](const std::string& rel) { return settings->excluded(root + "/" + rel); };
   }
+  // Z3's first context in a process costs as much as a small analysis: made
+  // on a thread of its own while the checkout is searched (one core works).
+  std::thread warm;
+  if (jobs::limit() > 1) warm = std::thread(solve::warmUp);
+  struct Join {
+    std::thread& t;
+    ~Join() {
+      if (t.joinable()) t.join();
+    }
+  } join_warm{warm};
   discover::Result found;
   if (!req.base.target.empty()) {
     // --target NAME: that target's own layout if it matches, else every gate
@@ -158,6 +170,7 @@ ScanResult scan(const ScanRequest& req) {
       runs.push_back(i);
   }
 
+  if (warm.joinable()) warm.join();
   // The analyses, side by side (jobs::limit() at once; each has its own
   // parses, Z3 context and results), each with its routes; merged below in
   // discovery order, so the output is the same as one after another.

@@ -174,8 +174,12 @@ int runScan(const CheckArgs& a, driver::ReportOut& out) {
 
 int runCheck(CheckArgs a) {
   configure(a);
-  // The text report lists a family's admitted regions only with --matrix.
-  if (a.format == "text" || a.format == "concise") a.req.solve.regions = a.matrix || a.verbose;
+  // The text report lists a family's admitted regions, and per cell the
+  // gate's message sizes and what the dispatch runs, only with --matrix:
+  // without it, none of those searches runs (a finding's sizes are its gap's,
+  // searched apart).
+  if (a.format == "text" || a.format == "concise")
+    a.req.solve.regions = a.req.solve.sizes = a.req.solve.dispatch_parts = a.matrix || a.verbose;
   if (a.show_settings) {
     std::cout << config::describe(*a.req.settings);
     return kExitClean;

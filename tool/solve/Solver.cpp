@@ -189,6 +189,10 @@ const std::vector<CellVerdict>& Solver::matrix() {
         }
         if (I.opt.sizes) v.gate.sizes = I.sizeRange(plain ? admitted && I.envUnset() : admitted, c);
       }
+      if (!I.opt.dispatch_parts) {
+        out.push_back(std::move(v));
+        continue;
+      }
       for (size_t i = 0; i < dispatch_.leaves.size(); ++i) {
         const auto& leaf = dispatch_.leaves[i];
         if (!configDependent(leaf)) {
@@ -434,6 +438,14 @@ std::optional<Gap> Solver::computeGap(const Cell& c, GapKind kind) {
     }
   }
   return g;
+}
+
+void warmUp() {
+  z3::context c;
+  z3::solver s(c);
+  z3::expr x = c.int_const("x");
+  s.add(x > 1 && x < 3);
+  (void)s.check();
 }
 
 }  // namespace layergate::solve

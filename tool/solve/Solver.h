@@ -127,6 +127,10 @@ struct Options {
   int max_world_size = 8;
   unsigned timeout_ms = 5000;  // per query
   bool sizes = true;           // matrix(): the admitted message sizes per cell (a search of many queries)
+  // matrix(): what the dispatch runs in each cell, with its message sizes (a
+  // query per leaf and cell, and a search per range); off: the gate's part
+  // of each cell only (a report that lists no matrix).
+  bool dispatch_parts = true;
   // solveSpace(): the admitted regions per kernel (a search of many queries;
   // a report that lists no regions asks only whether the gate admits any).
   bool regions = true;
@@ -210,5 +214,10 @@ class UndecidedError : public std::runtime_error {
 };
 
 std::string describeEnv(const std::vector<std::pair<std::string, std::optional<std::string>>>& env);
+
+// Makes and drops one Z3 context and answers one query: what a process pays
+// once for its first context (Z3's code and heap pages), paid where it costs
+// nothing (a thread of its own while the checkout is searched).
+void warmUp();
 
 }  // namespace layergate::solve
