@@ -9,7 +9,10 @@ namespace layergate::python {
 
 namespace {
 
-constexpr std::size_t kMaxCachedBytes = std::size_t(64) << 20;
+// A checkout's run parses a few dozen texts of a few MiB in all; a tree
+// takes some ten times its text.
+constexpr std::size_t kMaxCachedBytes = std::size_t(32) << 20;
+constexpr std::size_t kMaxCachedTexts = 1024;
 
 struct Cache {
   std::mutex mu;
@@ -43,7 +46,7 @@ TSTree* parsePython(const std::string& text) {
   ts_parser_delete(parser);
   if (!tree) return nullptr;
   std::lock_guard<std::mutex> lock(c.mu);
-  if (c.bytes + text.size() > kMaxCachedBytes) c.clear();
+  if (c.bytes + text.size() > kMaxCachedBytes || c.trees.size() >= kMaxCachedTexts) c.clear();
   auto [it, fresh] = c.trees.emplace(text, tree);
   if (!fresh) {
     ts_tree_delete(tree);  // another thread parsed it meanwhile
