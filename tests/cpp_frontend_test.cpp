@@ -673,6 +673,11 @@ void launch_typed(torch::Tensor& out) {
   wide_kernel<T, HEAD><<<grid, block>>>(o, 0);
 }
 
+template <typename T, int HEAD>
+void launch_outer(torch::Tensor& out, torch::Tensor& query, int num_kv_heads) {
+  launch<T, 16, HEAD>(out, query, num_kv_heads);
+}
+
 void paged_attention(torch::Tensor& out, torch::Tensor& query, int64_t num_kv_heads, int64_t block_size) {
   const int head_size = query.size(2);
   if (query.dtype() == at::ScalarType::Half) {
@@ -687,6 +692,8 @@ void paged_attention(torch::Tensor& out, torch::Tensor& query, int64_t num_kv_he
       default:
         TORCH_CHECK(false, "unsupported head size");
     }
+  } else if (query.dtype() == at::ScalarType::BFloat16 && head_size == 128) {
+    launch_outer<at::BFloat16, 128>(out, query, num_kv_heads);
   } else if (query.dtype() == at::ScalarType::Float) {
     launch_typed<float, 256>(out);
   } else {
@@ -715,6 +722,10 @@ void paged_attention(torch::Tensor& out, torch::Tensor& query, int64_t num_kv_he
   // The type parameter decides, as the instantiations read it.
   EXPECT_EQ(theLeaf(d, cfg("float16", 256, 16, 1)).kernel, "wide_kernel");
   EXPECT_EQ(theLeaf(d, cfg("float32", 256, 16, 1)).text, "no float kernel");
+  // A launcher that calls another through a dependent call: read through its
+  // instantiation, whose call is then followed with its arguments bound.
+  EXPECT_EQ(theLeaf(d, cfg("bfloat16", 128, 64, 2)).kernel, "attention_kernel");
+  EXPECT_EQ(theLeaf(d, cfg("bfloat16", 128, 64, 3)).text, "unsupported ratio");
   EXPECT_EQ(dump(d).find("is_same"), std::string::npos);
   EXPECT_EQ(dump(d).find("HEAD"), std::string::npos);
 }
