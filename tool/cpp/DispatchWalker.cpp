@@ -406,14 +406,6 @@ Flow Walker::exec(const Stmt* s, std::vector<State> in, int depth) {
   return out;
 }
 
-// cpp.follow_calls: a statement that calls a host function of the user's
-// files with a body (a launcher template's instantiation) runs that body, so
-// that the switches and throws inside it are the dispatch's. The body is
-// walked once per function and argument values, from a state of its own (its
-// parameters bound to the arguments): a summary of its throws and of its ways
-// back, one per kernel it launched first. Each call then adds the throws under
-// the caller's path condition and continues once per way back, so that a
-// launcher called from many branches costs one walk, not one per branch.
 const FunctionDecl* Walker::patternToWalk(const FunctionDecl* fd) {
   if (!fd || fd->getTemplateSpecializationKind() != TSK_ImplicitInstantiation || !fd->getPrimaryTemplate())
     return nullptr;
@@ -481,6 +473,16 @@ bool mentions(const ExprPtr& e, const std::set<std::string>& names) {
 
 }  // namespace
 
+// cpp.follow_calls: a statement that calls a host function of the user's
+// files with a body (a launcher template's instantiation) runs that body, so
+// that the switches and throws inside it are the dispatch's. The body is
+// walked once per function and argument values, from a state of its own (its
+// parameters bound to the arguments): a summary of its throws and of its ways
+// back, one per kernel it launched first. Each call then adds the throws under
+// the caller's path condition and continues once per way back, so that a
+// launcher called from many branches costs one walk, not one per branch. A
+// specialization of a function template is walked through its pattern, its
+// template's value parameters bound (TemplateFrame, DispatchWalkerImpl.h).
 std::optional<Flow> Walker::followCall(const Expr* e, std::vector<State>& in, int depth) {
   const auto* call = dyn_cast_or_null<CallExpr>(stripCasts(e));
   if (!call || isa<CUDAKernelCallExpr>(call) || isa<CXXOperatorCallExpr>(call)) return std::nullopt;
