@@ -416,6 +416,7 @@ const FunctionDecl* Walker::patternToWalk(const FunctionDecl* fd) {
     if (p->isParameterPack()) return nullptr;
   // A pattern clang rejected in part reads as its instantiation does (which
   // may drop the statements around the error).
+  if (!pattern_checked_.insert(pat).second) return pat;
   if (opts_.errors_in && opts_.errors_in(pat->getSourceRange())) {
     pattern_failed_.insert(pat);
     return nullptr;

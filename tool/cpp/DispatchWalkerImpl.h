@@ -312,6 +312,7 @@ class Walker {
   };
   std::map<std::string, std::vector<PatternSummary>> pattern_summaries_;
   std::set<const FunctionDecl*> pattern_failed_;  // patterns walked through their instantiations
+  std::set<const FunctionDecl*> pattern_checked_;  // patterns looked at for clang errors
   int eval_depth_ = 0;
 };
 
