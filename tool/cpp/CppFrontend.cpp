@@ -98,9 +98,10 @@ class IncludeWatcher : public PPCallbacks {
 // and of no use to the analysis except the specializations the dispatch walk
 // enters. Sema asks its external sources for their pending instantiations
 // just before it performs them: this source then empties the queue (the
-// file's and the precompiled prelude's). The walk asks for the bodies it
-// follows (WalkOptions::instantiate), whose errors are then collected as any
-// other. Specializations clang must instantiate at once (constexpr functions,
+// file's and the precompiled prelude's). The walk reads a specialization it
+// follows through its template's pattern, and asks for the instantiations it
+// must read instead (WalkOptions::instantiate), whose errors are then
+// collected as any other. Specializations clang must instantiate at once (constexpr functions,
 // for constant evaluation) are never queued.
 class DeferInstantiations : public ExternalSemaSource {
  public:
