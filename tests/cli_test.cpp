@@ -2,6 +2,7 @@
 // bad input, --help, explain, and the JSON shape scripts rely on.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "CliRunner.h"
@@ -468,5 +469,73 @@ TEST(Cli, PlatformGroupsTheReportAndSelectsTheAnalyses) {
   }
   EXPECT_NE(lgtest::runCli("check . --platform musa", dir).err.find("unknown platform 'musa' (--platform: all, cuda, rocm)"),
             std::string::npos);
+  fs::remove_all(dir);
+}
+
+// The cells' axes are the variables a target declares in the ranks, link and
+// bytes roles, whatever their names: the same rules with every all-reduce
+// variable renamed (in "variables", the probes, the members and the policy
+// inputs) give the same findings; a target that declares no variables is
+// refused in one line.
+TEST(Cli, TheCellAxesAreTheTargetsDeclaredVariablesWhateverTheirNames) {
+  fs::path dir = fs::temp_directory_path() / ("lg_roles_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::path rules = fs::path(LAYERGATE_FIXTURES).parent_path() / "rules";
+  fs::copy(rules, dir / "renamed", fs::copy_options::recursive);
+  fs::copy(rules, dir / "undeclared", fs::copy_options::recursive);
+  const std::map<std::string, std::string> renamed = {
+      {"world_size", "group_ranks"}, {"full_nvlink", "all_pairs_linked"}, {"nbytes", "message_bytes"}, {"rank", "my_index"}};
+  auto rename = [&](json& j, const char* key) {
+    if (!j.contains(key)) return;
+    for (auto& [k, v] : j[key].items())
+      if (v.is_string() && renamed.count(v.get<std::string>())) v = renamed.at(v.get<std::string>());
+  };
+  int declaring = 0;
+  for (const auto& e : fs::directory_iterator(dir / "renamed" / "targets")) {
+    json t = json::parse(slurp(e.path()));
+    if (t.contains("variables"))
+      for (auto& v : t["variables"])
+        if (renamed.count(v["name"].get<std::string>())) {
+          v["name"] = renamed.at(v["name"].get<std::string>());
+          ++declaring;
+        }
+    if (t.contains("python")) rename(t["python"], "probes");
+    if (t.contains("cpp")) rename(t["cpp"], "members");
+    if (t.contains("python") && t["python"].contains("policy") && t["python"]["policy"].contains("inputs"))
+      for (auto& [k, in] : t["python"]["policy"]["inputs"].items())
+        if (renamed.count(in["var"].get<std::string>())) in["var"] = renamed.at(in["var"].get<std::string>());
+    std::ofstream(e.path()) << t.dump(2);
+  }
+  EXPECT_GE(declaring, 4 * 3);  // the base targets declare them; the layouts inherit
+  json base = json::parse(slurp(dir / "undeclared" / "targets" / "custom-allreduce.json"));
+  base.erase("variables");
+  std::ofstream(dir / "undeclared" / "targets" / "custom-allreduce.json") << base.dump(2);
+
+  auto findings = [](const std::string& out) {
+    std::vector<std::string> fs;
+    json r = json::parse(out);
+    for (const auto& a : r.contains("analyses") ? r["analyses"] : json::array({r}))
+      for (const auto& f : a["findings"])
+        fs.push_back(f["rule"].get<std::string>() + " " + f["message"].get<std::string>() + " " +
+                     f["locations"][0].dump());
+    return fs;
+  };
+  int errors = 0;
+  for (const char* fixture : {"seed-force-pcie", "throw-world-size", "size-gap", "node-sliced-handles",
+                              "trace-sglang-chain", "flashinfer-pcie-ipc", "quick-allreduce-no-int6"}) {
+    CliRun want = layergate(std::string("check ") + fixture + " --format json --isolated");
+    CliRun got = layergate("check --rules " + quote((dir / "renamed").string()) + " " + fixture + " --format json --isolated");
+    EXPECT_EQ(got.status, want.status) << fixture << got.err;
+    ASSERT_EQ(got.err, "") << fixture;
+    EXPECT_EQ(findings(got.out), findings(want.out)) << fixture;
+    errors += want.status == 1;
+  }
+  EXPECT_GE(errors, 3);  // the seed, a throwing world size, a size gap at least
+  CliRun none = layergate("check --rules " + quote((dir / "undeclared").string()) +
+                          " --target custom-allreduce seed-force-pcie/custom_all_reduce.py seed-force-pcie/custom_all_reduce.cuh");
+  EXPECT_EQ(none.status, 2) << none.out;
+  EXPECT_EQ(lines(none.err), 1) << none.err;
+  EXPECT_NE(none.err.find("target custom-allreduce declares no configuration variables"), std::string::npos) << none.err;
   fs::remove_all(dir);
 }

@@ -1350,6 +1350,9 @@ struct ArKernel {
 lg::target::CppDispatchSpec jitSpec() {
   lg::target::Target t = lg::target::parseTarget(R"({
     "name": "jit-ar", "python": {"classes": ["X"]},
+    "variables": [{"name": "world_size", "type": "int", "min": 1, "max": 64, "role": "ranks"},
+                  {"name": "full_nvlink", "type": "bool", "role": "link"},
+                  {"name": "nbytes", "type": "int", "min": 1, "max": 4096, "role": "bytes"}],
     "cpp": {"classes": ["ArKernel"], "dispatch_functions": ["run"],
             "members": {"kRanks": "world_size", "push_cap": "push_bytes", "pull_cap": "pull_bytes", "mode": "algo"},
             "include_dirs": ["include", "not/there"], "defines": ["MYLIB_ARCH=900"], "std": "c++20",

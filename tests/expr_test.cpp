@@ -149,3 +149,48 @@ TEST(Target, RejectsBadDescriptionsWithAOneLineReason) {
     }
   }
 }
+
+// Roles: which declared variable is the cells' group size, link flag, message
+// size and rank. Each role once, with its type (the rank a probe, the others
+// configurations), and the three axes together; a probe may be any integer.
+TEST(Target, RolesNameTheDeclaredVariables) {
+  auto withVars = [](const std::string& vars) {
+    return R"({"name":"t","variables":[)" + vars + R"(],"python":{"classes":["G"]},"cpp":{"dispatch_functions":["f"]}})";
+  };
+  const std::string axes = R"({"name":"g","type":"int","min":1,"max":16,"role":"ranks"},)"
+                           R"({"name":"l","type":"bool","role":"link"},)"
+                           R"({"name":"b","type":"int","min":1,"max":4096,"role":"bytes"})";
+  auto t = target::parseTarget(withVars(axes + R"(,{"name":"r","type":"int","probe":true,"role":"rank"})"), "x.json");
+  EXPECT_EQ(t.roles.ranks, "g");
+  EXPECT_EQ(t.roles.link, "l");
+  EXPECT_EQ(t.roles.bytes, "b");
+  EXPECT_EQ(t.roles.rank, "r");
+  EXPECT_TRUE(t.roles.cells());
+  EXPECT_EQ(t.python.roles.link, "l");
+  EXPECT_EQ(t.cpp.roles.bytes, "b");
+  auto r = target::declaredVar(t.variables, "r");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->var_kind, model::VarKind::Probe);
+  EXPECT_EQ(r->sort, model::Sort::Int);
+  EXPECT_EQ(target::declaredVar(t.variables, "l")->var_kind, model::VarKind::Config);
+  EXPECT_FALSE(target::declaredVar(t.variables, "nope"));
+  // No roles: a family over regions.
+  EXPECT_FALSE(target::parseTarget(withVars(R"({"name":"h","type":"int","values":[64,128]})"), "x.json").roles.cells());
+
+  for (const auto& [vars, why] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"name":"g","type":"int","min":1,"max":8,"role":"world"})", "\"role\" must be ranks, link, bytes or rank"},
+           {R"({"name":"g","type":"bool","role":"ranks"})", "the ranks role is an int variable"},
+           {R"({"name":"r","type":"int","min":0,"max":8,"role":"rank"})", "the rank role is an int probe"},
+           {axes + R"(,{"name":"b2","type":"int","min":1,"max":8,"role":"bytes"})", "the bytes role is b's already"},
+           {R"({"name":"g","type":"int","min":1,"max":8,"role":"ranks"})", "the ranks, link and bytes roles go together"},
+           {R"({"name":"g","type":"int","min":1,"max":8,"probe":"yes"})", "\"probe\" must be true or false"},
+           {R"({"name":"g","type":"int","role":"ranks"})", "needs \"values\" or both \"min\" and \"max\""}}) {
+    try {
+      target::parseTarget(withVars(vars), "x.json");
+      ADD_FAILURE() << "accepted: " << vars;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
+    }
+  }
+}

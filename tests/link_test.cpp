@@ -12,6 +12,8 @@ using namespace layergate::model;
 
 namespace {
 
+const std::string kFullNvlink = "full_nvlink";  // the all-reduce target's link variable
+
 Location at(const char* f, int line) { return Location{f, line, 1, "", ""}; }
 CppParam param(const char* type, const char* name, int line, bool def = false) {
   CppParam p;
@@ -118,7 +120,7 @@ std::vector<std::string> hops(const link::FlagLink& l) {
 
 TEST(Link, FollowsTheWholeChainByPositionsAndNames) {
   Facts f = chain();
-  auto l = link::traceFlag(f.gate, f.d);
+  auto l = link::traceFlag(f.gate, f.d, kFullNvlink);
   EXPECT_TRUE(l.complete);
   EXPECT_TRUE(l.problems.empty());
   ASSERT_TRUE(l.value);
@@ -131,7 +133,7 @@ TEST(Link, FollowsTheWholeChainByPositionsAndNames) {
 TEST(Link, SwappedArgumentsAreABoundaryMismatchNamingWhereTheFlagWent) {
   Facts f = chain();
   std::swap(f.gate.native_calls[0].args[2].position, f.gate.native_calls[0].args[3].position);
-  auto l = link::traceFlag(f.gate, f.d);
+  auto l = link::traceFlag(f.gate, f.d, kFullNvlink);
   ASSERT_EQ(l.problems.size(), 1u);
   EXPECT_EQ(l.problems[0].rule, "LG005");
   EXPECT_NE(l.problems[0].message.find("`rank`"), std::string::npos) << l.problems[0].message;
@@ -142,7 +144,7 @@ TEST(Link, SwappedArgumentsAreABoundaryMismatchNamingWhereTheFlagWent) {
 TEST(Link, WithoutTheEntryTheNameFallbackStillFindsTheValue) {
   Facts f = chain();
   f.d.entries.clear();
-  auto l = link::traceFlag(f.gate, f.d);
+  auto l = link::traceFlag(f.gate, f.d, kFullNvlink);
   ASSERT_EQ(l.problems.size(), 1u);
   EXPECT_EQ(l.problems[0].rule, "LG006");
   ASSERT_TRUE(l.value);  // `self.full_nvlink` matches the constructor parameter's name
@@ -153,7 +155,7 @@ TEST(Link, AFlagLeftToTheConstructorDefaultIsAMismatchAndNotAValue) {
   Facts f = chain();
   f.d.entries[0].constructs[0].arg_texts.pop_back();
   f.d.entries[0].constructs[0].arg_param.pop_back();
-  auto l = link::traceFlag(f.gate, f.d);
+  auto l = link::traceFlag(f.gate, f.d, kFullNvlink);
   ASSERT_FALSE(l.problems.empty());
   EXPECT_EQ(l.problems[0].rule, "LG005");
   EXPECT_NE(l.problems[0].message.find("default"), std::string::npos);
@@ -163,7 +165,7 @@ TEST(Link, AFlagLeftToTheConstructorDefaultIsAMismatchAndNotAValue) {
 TEST(Link, AMissingBindingBreaksTheTraceAfterThePythonSide) {
   Facts f = chain();
   f.d.bindings.clear();
-  auto l = link::traceFlag(f.gate, f.d);
+  auto l = link::traceFlag(f.gate, f.d, kFullNvlink);
   ASSERT_EQ(l.problems.size(), 1u);
   EXPECT_EQ(l.problems[0].rule, "LG006");
   EXPECT_EQ(hops(l).back(), "wrapper parameter w.py:11");
@@ -172,7 +174,7 @@ TEST(Link, AMissingBindingBreaksTheTraceAfterThePythonSide) {
 TEST(Link, NoMemberUseMeansNothingToTrace) {
   Facts f = chain();
   f.d.member_uses.clear();
-  auto l = link::traceFlag(f.gate, f.d);
+  auto l = link::traceFlag(f.gate, f.d, kFullNvlink);
   EXPECT_TRUE(l.hops.empty());
   EXPECT_TRUE(l.problems.empty());
 }
@@ -185,14 +187,14 @@ TEST(Link, APreconditionUseIsNotTheBranchCondition) {
   Location pre = at("d.cuh", 150);
   pre.role = "precondition";
   f.d.member_uses.insert(f.d.member_uses.begin(), {"full_nvlink_", kFullNvlink, pre});
-  auto l = link::traceFlag(f.gate, f.d);
+  auto l = link::traceFlag(f.gate, f.d, kFullNvlink);
   EXPECT_TRUE(l.complete);
   auto h = hops(l);
   EXPECT_EQ(std::count(h.begin(), h.end(), "branch condition d.cuh:150"), 0) << ::testing::PrintToString(h);
   EXPECT_EQ(h.back(), "branch condition d.cuh:177");
 
   f.d.member_uses.erase(f.d.member_uses.begin() + 1);  // only the precondition is left
-  auto only = link::traceFlag(f.gate, f.d);
+  auto only = link::traceFlag(f.gate, f.d, kFullNvlink);
   EXPECT_TRUE(only.member.empty());
   EXPECT_TRUE(only.hops.empty());
   EXPECT_TRUE(only.problems.empty());
@@ -200,7 +202,7 @@ TEST(Link, APreconditionUseIsNotTheBranchCondition) {
 
 TEST(Link, FollowsAChainOfTwoWrappersOutermostFirst) {
   Facts f = twoWrappers();
-  auto l = link::traceFlag(f.gate, f.d);
+  auto l = link::traceFlag(f.gate, f.d, kFullNvlink);
   EXPECT_TRUE(l.complete);
   EXPECT_TRUE(l.problems.empty());
   ASSERT_TRUE(l.value);
@@ -217,7 +219,7 @@ TEST(Link, ArgumentsSwappedInTheFirstWrapperAreAMismatchThere) {
   std::swap(w1.call.args[2].text, w1.call.args[3].text);  // (ipc, rank_data, full_nvlink, rank)
   std::swap(w1.arg_param[2], w1.arg_param[3]);
   w1.call.args[3].where = at("o.py", 23);
-  auto l = link::traceFlag(f.gate, f.d);
+  auto l = link::traceFlag(f.gate, f.d, kFullNvlink);
   ASSERT_EQ(l.problems.size(), 1u);
   EXPECT_EQ(l.problems[0].rule, "LG005");
   EXPECT_NE(l.problems[0].message.find("in the wrapper init_custom_ar is `rank`"), std::string::npos) << l.problems[0].message;
@@ -234,7 +236,7 @@ TEST(Link, ALiteralInTheFirstWrapperIsTheValueCppGets) {
   auto& w1 = f.gate.forwarders[1];
   w1.call.args[3] = CallArg{3, "", "True", True(), {}, at("o.py", 24), nullptr};
   w1.arg_param[3] = -1;
-  auto l = link::traceFlag(f.gate, f.d);
+  auto l = link::traceFlag(f.gate, f.d, kFullNvlink);
   EXPECT_TRUE(l.problems.empty());
   EXPECT_TRUE(l.complete);
   ASSERT_TRUE(l.value);
@@ -249,7 +251,7 @@ TEST(Link, AWrapperCallingTheNextWithTooFewArgumentsIsAMismatch) {
   auto& w1 = f.gate.forwarders[1];
   w1.call.args.pop_back();
   w1.arg_param.pop_back();
-  auto l = link::traceFlag(f.gate, f.d);
+  auto l = link::traceFlag(f.gate, f.d, kFullNvlink);
   ASSERT_FALSE(l.problems.empty());
   EXPECT_EQ(l.problems[0].rule, "LG005");
   EXPECT_NE(l.problems[0].message.find("calls _custom_ar.init_custom_ar with 3 arguments, but the wrapper init_custom_ar takes 4"),
@@ -261,7 +263,7 @@ TEST(Link, WithoutResolvedLinksTheLastWrapperByNameIsUsedAsBefore) {
   Facts f = twoWrappers();
   f.gate.native_calls[0].wrapper = -1;
   f.gate.forwarders[1].call.wrapper = -1;
-  auto l = link::traceFlag(f.gate, f.d);
+  auto l = link::traceFlag(f.gate, f.d, kFullNvlink);
   EXPECT_TRUE(l.problems.empty());
   EXPECT_EQ(hops(l).at(2), "wrapper parameter w.py:11");  // the one whose call has the entry's arity, first
 }

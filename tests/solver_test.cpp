@@ -5,15 +5,25 @@
 
 #include "checks/Check.h"
 #include "solve/Solver.h"
+#include "target/Target.h"
 
 using namespace layergate;
 using namespace layergate::model;
 
 namespace {
 
-ExprPtr ws() { return Var(kWorldSize, Sort::Int); }
-ExprPtr nvl() { return Var(kFullNvlink, Sort::Bool); }
-ExprPtr nb() { return Var(kNbytes, Sort::Int); }
+// The all-reduce target's variables: world_size, full_nvlink and nbytes in
+// the ranks, link and bytes roles.
+solve::Options allReduce() {
+  static const target::Target t =
+      target::loadTarget(std::string(LAYERGATE_SOURCE_DIR) + "/rules/targets/custom-allreduce.json");
+  solve::Options o;
+  o.variables = t.variables;
+  return o;
+}
+ExprPtr ws() { return Var("world_size", Sort::Int); }
+ExprPtr nvl() { return Var("full_nvlink", Sort::Bool); }
+ExprPtr nb() { return Var("nbytes", Sort::Int); }
 ExprPtr eq(ExprPtr a, std::int64_t v) { return Cmp(Op::Eq, std::move(a), IntC(v)); }
 ExprPtr lt(ExprPtr a, std::int64_t v) { return Cmp(Op::Lt, std::move(a), IntC(v)); }
 ExprPtr forced() { return And(EnvIsSet("FORCE"), Cmp(Op::Eq, EnvValue("FORCE"), StrC("1"))); }
@@ -69,7 +79,7 @@ Dispatch dispatch(std::int64_t pcie_limit = 0, bool with_three = false) {
 }
 
 std::vector<Finding> check(const Gate& g, const Dispatch& d) {
-  solve::Solver s(g, d);
+  solve::Solver s(g, d, allReduce());
   checks::CheckContext ctx{g, d, s};
   return checks::runChecks(ctx);
 }
@@ -117,7 +127,7 @@ TEST(Solver, SizeGapIsReportedForLargeMessagesOnly) {
   auto d = dispatch(512 * 1024);
   auto fs = check(g, d);
   ASSERT_EQ(fs.size(), 3u);
-  solve::Solver s(g, d);
+  solve::Solver s(g, d, allReduce());
   auto gap = s.findGap({4, false}, solve::GapKind::NoKernel);
   ASSERT_TRUE(gap);
   EXPECT_EQ(gap->sizes.lo, 512 * 1024);
@@ -139,7 +149,7 @@ TEST(Solver, WorldSizeThePythonListAdmitsButCppLacksIsLG002) {
 TEST(Solver, MatrixNamesTheGateStateAndTheKernelPerSize) {
   auto g = gate(true, true);
   auto d = dispatch();
-  solve::Solver s(g, d);
+  solve::Solver s(g, d, allReduce());
   const auto& m = s.matrix();
   ASSERT_EQ(m.size(), 16u);
   const auto& c4 = m[(4 - 1) * 2];  // ws 4, no NVLink
@@ -357,7 +367,7 @@ TEST(Solver, ADivisionByZeroAdmitsNothing) {
   g.admit = AndAll({EnvIsSet("NNODES"), eq(Arith(Op::Div, ws(), nodes), 2)});
   g.env_reads = {"NNODES"};
   Dispatch d = dispatch();
-  solve::Solver s(g, d);
+  solve::Solver s(g, d, allReduce());
   for (bool nv : {false, true})
     for (auto kind : {solve::GapKind::NoKernel, solve::GapKind::Throws})
       EXPECT_FALSE(s.findGap({1, nv}, kind).has_value()) << nv;

@@ -67,7 +67,7 @@ struct SelectionLayer {
 };
 
 SelectionLayer selectionLayer(const std::vector<python::SourceFile>& sources, const target::PythonGateSpec& spec,
-                              const python::Limits& limits, const Request& req) {
+                              const python::Limits& limits, const solve::Options& options) {
   SelectionLayer out;
   if (spec.selection_functions.empty()) return out;
   try {
@@ -86,7 +86,7 @@ SelectionLayer selectionLayer(const std::vector<python::SourceFile>& sources, co
     g.env_reads = out.selection->env_reads;
     g.opaques = out.selection->opaques;
     g.assumed = out.selection->assumed;
-    solve::Options o = req.solve;
+    solve::Options o = options;
     o.sizes = false;  // which class, not which sizes: the class's own gate bounds those
     solve::Solver s(g, none, o);
     out.cells[i] = s.matrix();
@@ -131,11 +131,11 @@ std::string routeText(const model::Route& rt) {
   return s + ")";
 }
 
-void markRoutes(report::Result& r, solve::Solver& solver) {
+void markRoutes(report::Result& r, solve::Solver& solver, const model::Roles& roles) {
   if (r.gate.routes.empty()) return;
   model::ExprPtr admitted = model::And(model::And(r.gate.admit, r.gate.per_call), r.gate.bound);
-  auto ws = model::Var(model::kWorldSize, model::Sort::Int);
-  auto nvl = model::Var(model::kFullNvlink, model::Sort::Bool);
+  auto ws = model::Var(roles.ranks, model::Sort::Int);
+  auto nvl = model::Var(roles.link, model::Sort::Bool);
   for (const auto& rt : r.gate.routes) {
     std::string text = routeText(rt);
     bool any = false;
@@ -164,6 +164,8 @@ report::Result analyse(const Request& req) {
   if (req.python_files.empty()) throw InputError("no Python gate file given (--python FILE)");
   if (req.cpp_files.empty()) throw InputError("no C++ dispatch file given (--cpp FILE)");
   target::Target tgt = req.target.empty() ? targetByContent(req) : selectTarget(req.rules_dir, req.target);
+  if (tgt.variables.empty())
+    throw InputError("target " + tgt.name + " declares no configuration variables (\"variables\", docs/targets.md)");
 
   report::Result r;
   r.target = tgt.name;
@@ -192,7 +194,7 @@ report::Result analyse(const Request& req) {
     cpp_options.max_depth = req.max_depth;
     r.dispatch = cpp::extractDispatch(req.cpp_files, tgt.cpp, cpp_options);
   });
-  if (!tgt.variables.empty()) {
+  if (!tgt.roles.cells()) {
     // A family described as data: the regions of its variables' product.
     r.variables = tgt.variables;
     r.space = solve::solveSpace(r.gate, r.dispatch, tgt.variables, req.solve);
@@ -207,7 +209,10 @@ report::Result analyse(const Request& req) {
   }
   // A check the gate calls through an op whose C++ body was given is read
   // like Python code, with the arguments the call passes.
-  link::interpretCppChecks(r.gate, r.dispatch, tgt.python.probes);
+  link::interpretCppChecks(r.gate, r.dispatch, tgt.python.probes, tgt.variables);
+  // The cells are over the target's group size, link flag and message size.
+  solve::Options cell_options = req.solve;
+  cell_options.variables = tgt.variables;
 
   // The analysis's own solver, and the selection layer's solvers, side by
   // side: they share nothing. The selection layer's note comes after the
@@ -215,12 +220,12 @@ report::Result analyse(const Request& req) {
   SelectionLayer sel;
   jobs::forEach(2, [&](std::size_t part) {
     if (part == 1) {
-      sel = selectionLayer(sources, tgt.python, limits, req);
+      sel = selectionLayer(sources, tgt.python, limits, cell_options);
       return;
     }
     // Follow the flag across the boundary; the C++ side of the flag is then
     // the value Python passes, not the hardware probe.
-    link::FlagLink flag = link::traceFlag(r.gate, r.dispatch);
+    link::FlagLink flag = link::traceFlag(r.gate, r.dispatch, tgt.roles.link);
     r.trace = flag.hops;
     for (auto& v : link::traceValues(r.gate, r.dispatch, tgt.cpp.members))
       r.value_traces.push_back({v.var, v.field, std::move(v.hops), v.reaches_cpp});
@@ -241,12 +246,12 @@ report::Result analyse(const Request& req) {
     }
     // The world size C++ receives, when it is not the group's size (a gate that
     // hands C++ a per-node slice of its handles).
-    link::WorldSizeLink ws = link::traceWorldSize(r.gate, r.dispatch, tgt.cpp.members);
-    solve::Solver solver(r.gate, r.dispatch, req.solve, flag.value, ws.value);
+    link::WorldSizeLink ws = link::traceWorldSize(r.gate, r.dispatch, tgt.cpp.members, tgt.roles.ranks);
+    solve::Solver solver(r.gate, r.dispatch, cell_options, flag.value, ws.value);
     // Said only where it differs from the group's size in some admitted configuration.
     if (ws.value &&
         solver.possible(model::And(r.gate.predicate(),
-                                   model::Cmp(model::Op::Ne, ws.value, model::Var(model::kWorldSize, model::Sort::Int)))))
+                                   model::Cmp(model::Op::Ne, ws.value, model::Var(tgt.roles.ranks, model::Sort::Int)))))
       r.dispatch.notes.push_back("the C++ world size is " + std::string(ws.length ? "the length of " : "") + "`" + ws.text +
                                  "` (" + ws.at.file + ":" + std::to_string(ws.at.line) +
                                  "), as the gate computes it, not the group's size");
@@ -258,7 +263,7 @@ report::Result analyse(const Request& req) {
       for (auto& f : r.findings)
         if (f.rule == "LG008") f.severity = model::Severity::Error;
     r.matrix = solver.matrix();
-    markRoutes(r, solver);
+    markRoutes(r, solver, tgt.roles);
     if (req.want_examples && req.want_examples(r.gate, r.dispatch))
       for (auto& v : r.matrix) {
         if (v.undecided || v.gate.state == solve::GateState::Blocked) continue;

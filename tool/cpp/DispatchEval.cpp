@@ -85,10 +85,11 @@ Val Walker::memberVal(const std::string& member, QualType type, const State& st)
   if (it == spec_.members.end()) return Val::unknown();
   const std::string& cfg = it->second;
   if (isStringType(type)) return Val{Val::Str, configVar(cfg, m::Sort::Str, st), nullptr};
-  m::Sort sort;
-  if (cfg == m::kFullNvlink) sort = m::Sort::Bool;
-  else if (cfg == m::kWorldSize || cfg == m::kNbytes) sort = m::Sort::Int;
-  else sort = (!type.isNull() && type->isBooleanType()) ? m::Sort::Bool : m::Sort::Int;
+  // A declared variable's type gives the sort, else the member's own.
+  const target::Variable* decl = target::findVariable(spec_.variables, cfg);
+  m::Sort sort = decl && decl->type != target::Variable::Type::Enum ? decl->sort()
+                 : (!type.isNull() && type->isBooleanType()) ? m::Sort::Bool
+                                                              : m::Sort::Int;
   ExprPtr v = configVar(cfg, sort, st);
   return sort == m::Sort::Bool ? Val::boolean(v) : Val::integer(v);
 }
@@ -97,6 +98,11 @@ void Walker::noteEnv(const std::string& name) {
   for (auto& n : env_reads_)
     if (n == name) return;
   env_reads_.push_back(name);
+}
+
+ExprPtr Walker::byteCount(const State& st) {
+  if (spec_.roles.bytes.empty()) return nullptr;
+  return configVar(spec_.roles.bytes, m::Sort::Int, st);
 }
 
 bool Walker::isByteCountName(llvm::StringRef n) const {
@@ -279,7 +285,7 @@ Val Walker::compare(BinaryOperatorKind opc, const Expr* lhs, const Expr* rhs, co
 
 Val Walker::arith(BinaryOperatorKind opc, const Expr* lhs, const Expr* rhs, const Expr* whole, State& st) {
   if (opc == BO_Mul && (containsSizeof(lhs) || containsSizeof(rhs)))
-    return Val::integer(configVar(m::kNbytes, m::Sort::Int, st));
+    if (ExprPtr bytes = byteCount(st)) return Val::integer(bytes);
   Val a = eval(lhs, st), b = eval(rhs, st);
   ExprPtr x = asInt(a, lhs), y = asInt(b, rhs);
   if (!x || !y) return opaqueOfType(whole);
@@ -490,7 +496,7 @@ Val Walker::evalInner(const Expr* e, State& st) {
       if (const Val* local = st.locals.find(var)) return *local;
       if (spec_.members.count(name)) return memberVal(name, d->getType(), st);
       if (var->hasLocalStorage() && isByteCountName(name))
-        return Val::integer(configVar(m::kNbytes, m::Sort::Int, st));
+        if (ExprPtr bytes = byteCount(st)) return Val::integer(bytes);
       if (var->getType().isConstQualified() || var->isConstexpr())
         if (const Expr* init = var->getInit()) {
           if (auto k = constInt(init)) return Val::integer(m::IntC(*k));

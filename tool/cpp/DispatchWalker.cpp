@@ -230,7 +230,7 @@ void Walker::assignments(const Expr* e, State& st) {
       Val v = eval(b->getRHS(), st);
       if (auto* d = dyn_cast_or_null<DeclRefExpr>(l))
         if (isByteCountName(d->getDecl()->getName()) || isSizeofProduct(b->getRHS()))
-          v = Val::integer(configVar(m::kNbytes, m::Sort::Int, st));
+          if (ExprPtr bytes = byteCount(st)) v = Val::integer(bytes);
       assign(b->getLHS(), v, st);
       return;
     }
@@ -268,7 +268,7 @@ void Walker::assignments(const Expr* e, State& st) {
 Val Walker::initValue(const VarDecl* vd, State& st) {
   const Expr* init = vd->getInit();
   if (isByteCountName(vd->getName()) || (init && isSizeofProduct(init)))
-    return Val::integer(configVar(m::kNbytes, m::Sort::Int, st));
+    if (ExprPtr bytes = byteCount(st)) return Val::integer(bytes);
   if (!init) {
     QualType t = vd->getType();
     if (!t.isNull() && !t->isDependentType() && (t->isIntegralOrEnumerationType()))
@@ -868,9 +868,9 @@ void Walker::finishEnd(State& st, SourceLocation end) {
 
 // --- facts for the unsafe fix (cpp/FixFacts.h) ---------------------------------
 
-bool Walker::readsNvlink(const ExprPtr& c) {
+bool Walker::readsNvlink(const ExprPtr& c) const {
   for (const auto& v : m::varsOf(c))
-    if (v.name == m::kFullNvlink) return true;
+    if (spec_.roles.isLink(v.name)) return true;
   return false;
 }
 

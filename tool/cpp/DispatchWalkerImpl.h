@@ -146,6 +146,9 @@ class Walker {
   ExprPtr configVar(const std::string& name, m::Sort sort, const State& st);
   Val memberVal(const std::string& member, QualType type, const State& st);
   void noteEnv(const std::string& name);
+  // The target's variable in the bytes role, as the path knows it; nullptr
+  // when the target declares none (the expression is then evaluated as any).
+  ExprPtr byteCount(const State& st);
   bool isByteCountName(llvm::StringRef n) const;
   static bool containsSizeof(const Stmt* s);
   static bool isSizeofProduct(const Expr* e);
@@ -229,7 +232,7 @@ class Walker {
 
   // --- facts for the unsafe fix (cpp/FixFacts.h), in DispatchWalker.cpp --------
 
-  static bool readsNvlink(const ExprPtr& c);
+  bool readsNvlink(const ExprPtr& c) const;
   bool testsNvlink(const IfStmt* is);
   m::ElseSite elseSiteOf(const RawLeaf& r, const Stmt* body);
   void noteOnce(const std::string& n);

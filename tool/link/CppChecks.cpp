@@ -34,7 +34,8 @@ const model::CallArg* argFor(const model::NativeCall& c, int position, const std
 
 // The probe a C++ call asks, by the callee's name (leading underscores and
 // a negation aside): "!_is_weak_contiguous(inp)" -> is_weak_contiguous.
-model::ExprPtr probeOf(const std::string& text, const std::map<std::string, std::string>& probes) {
+model::ExprPtr probeOf(const std::string& text, const std::map<std::string, std::string>& probes,
+                       const target::Variables& variables) {
   std::size_t b = text.find_first_not_of("! \t");
   std::size_t open = text.find('(');
   if (b == std::string::npos || open == std::string::npos || open <= b) return nullptr;
@@ -45,19 +46,19 @@ model::ExprPtr probeOf(const std::string& text, const std::map<std::string, std:
   for (const std::string& n : {callee, bare}) {
     auto it = probes.find(n);
     if (it == probes.end()) continue;
-    // Boolean probes only (the machine facts a check asks: contiguity, peer access).
-    if (it->second == model::kWorldSize || it->second == model::kNbytes || it->second == "rank" ||
-        it->second == "device_count")
-      return nullptr;
-    model::ExprPtr v = model::Var(it->second, model::Sort::Bool,
-                                  it->second == model::kFullNvlink ? model::VarKind::Config : model::VarKind::Probe);
+    // Boolean probes only (the machine facts a check asks: contiguity, peer
+    // access, the link flag); a declared one as declared.
+    model::ExprPtr v = target::declaredVar(variables, it->second);
+    if (!v) v = model::Var(it->second, model::Sort::Bool, model::VarKind::Probe);
+    if (v->sort != model::Sort::Bool) return nullptr;
     return text.find('!') < b ? model::Not(v) : v;
   }
   return nullptr;
 }
 
 std::vector<CppCheck> interpretCppChecks(model::Gate& gate, const model::Dispatch& dispatch,
-                                         const std::map<std::string, std::string>& probes) {
+                                         const std::map<std::string, std::string>& probes,
+                                         const target::Variables& variables) {
   std::vector<CppCheck> out;
   std::map<std::string, model::Replacement> by;
   std::set<std::string> conflicting;
@@ -97,7 +98,7 @@ std::vector<CppCheck> interpretCppChecks(model::Gate& gate, const model::Dispatc
     // The check's calls of the target's probes are those probes.
     for (const auto& v : model::varsOf(e->returns_true))
       if (v.kind == model::VarKind::Opaque && v.sort == model::Sort::Bool)
-        if (model::ExprPtr p = probeOf(v.name, probes)) params[v.name] = {model::Sort::Bool, p};
+        if (model::ExprPtr p = probeOf(v.name, probes, variables)) params[v.name] = {model::Sort::Bool, p};
     model::ExprPtr pred = model::substitute(e->returns_true, params);
     auto seen = by.find(c.result);
     if (seen != by.end()) {
@@ -126,7 +127,7 @@ std::vector<CppCheck> interpretCppChecks(model::Gate& gate, const model::Dispatc
         gate.opaques.push_back(o);
       }
     for (const auto& o : chk.entry->opaques)
-      if (!probeOf(o.name, probes)) gate.opaques.push_back(o);
+      if (!probeOf(o.name, probes, variables)) gate.opaques.push_back(o);
     // Environment variables the check reads are the gate's.
     for (const auto& v : model::varsOf(by.at(chk.result).value)) {
       std::string env = model::envNameOf(v.name);

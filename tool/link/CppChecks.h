@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "model/Model.h"
+#include "target/Variables.h"
 
 namespace layergate::link {
 
@@ -27,10 +28,12 @@ struct CppCheck {
   const model::CppEntry* entry = nullptr;
 };
 
-// probes: the target's probe functions (name -> config variable or probe): a
-// C++ check calling one of them (`_is_weak_contiguous(inp)`) asks the same
-// machine fact the Python gate's probe does.
+// probes: the target's probe functions (name -> declared variable or
+// probe), variables: its declarations: a C++ check calling one of them
+// (`_is_weak_contiguous(inp)`) asks the same machine fact the Python gate's
+// probe does, when that is a bool.
 std::vector<CppCheck> interpretCppChecks(model::Gate& gate, const model::Dispatch& dispatch,
-                                         const std::map<std::string, std::string>& probes = {});
+                                         const std::map<std::string, std::string>& probes = {},
+                                         const target::Variables& variables = {});
 
 }  // namespace layergate::link

@@ -42,12 +42,14 @@ const model::CallArg* argAt(const model::NativeCall& c, int position, const std:
 }
 
 
-FlagLink traceFlag(const model::Gate& gate, const model::Dispatch& d) {
+FlagLink traceFlag(const model::Gate& gate, const model::Dispatch& d, const std::string& link) {
   FlagLink L;
+  L.config = link;
+  if (link.empty()) return L;
   // 1. The member the dispatch branches on.
   std::vector<Hop> branch_hops;
   for (const auto& u : d.member_uses) {
-    if (u.config != model::kFullNvlink) continue;
+    if (u.config != link) continue;
     if (u.where.role == "precondition") continue;  // a RuntimeCheck-style precondition call, not the branch
     if (L.member.empty()) L.member = u.member;
     if (u.member == L.member) branch_hops.push_back({"branch condition", u.where});
@@ -367,7 +369,7 @@ FlagLink traceFlag(const model::Gate& gate, const model::Dispatch& d) {
     // it lands, and stop there.
     const model::CallArg* flag = nullptr;
     for (const auto& a : call->args)
-      if (&a != arg && mentions(a.value, model::kFullNvlink) && !flag) flag = &a;
+      if (&a != arg && mentions(a.value, link) && !flag) flag = &a;
     std::string went;
     std::vector<Hop> fwd;
     // Which call puts the flag elsewhere: the gate's, unless the flag enters

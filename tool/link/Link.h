@@ -25,7 +25,7 @@ struct Problem {
 };
 
 struct FlagLink {
-  std::string config = model::kFullNvlink;  // the config variable the C++ member stands for
+  std::string config;                       // the config variable the C++ member stands for (the link)
   std::string member;                       // "full_nvlink_" / "fully_connected_"
   std::vector<model::Hop> hops;             // oldest first: probe ... branch condition
   bool complete = false;                    // every hop from the gate's call to the branch was followed
@@ -38,9 +38,10 @@ struct FlagLink {
   std::vector<Problem> problems;
 };
 
-// No member use of a flag in the dispatch: nothing to trace (empty result
-// with no hops and no problems).
-FlagLink traceFlag(const model::Gate& gate, const model::Dispatch& dispatch);
+// The flag is the target's variable in the link role (`link`, model/Roles.h).
+// No member use of it in the dispatch, or no such variable: nothing to trace
+// (empty result with no hops and no problems).
+FlagLink traceFlag(const model::Gate& gate, const model::Dispatch& dispatch, const std::string& link);
 
 // The argument of a call at a 0-based position, else the one passed under
 // that keyword; null when neither is there.

@@ -39,21 +39,22 @@ const model::CallArg* argumentFor(const model::Gate& gate, const std::string& op
   return nullptr;
 }
 
-bool isGroupSize(const model::ExprPtr& e) {
-  return e && e->op == model::Op::Var && e->s == model::kWorldSize && e->var_kind == model::VarKind::Config;
+bool isGroupSize(const model::ExprPtr& e, const std::string& ranks) {
+  return e && e->op == model::Op::Var && e->s == ranks && e->var_kind == model::VarKind::Config;
 }
 
 }  // namespace
 
 WorldSizeLink traceWorldSize(const model::Gate& gate, const model::Dispatch& d,
-                             const std::map<std::string, std::string>& members) {
+                             const std::map<std::string, std::string>& members, const std::string& ranks) {
   WorldSizeLink out;
+  if (ranks.empty()) return out;
   // The constructor parameter that sets the member standing for the world size.
   int j = -1;
   for (const auto& c : d.ctors)
     for (const auto& i : c.inits) {
       auto m = members.find(i.member);
-      if (j < 0 && i.param >= 0 && m != members.end() && m->second == model::kWorldSize) j = i.param;
+      if (j < 0 && i.param >= 0 && m != members.end() && m->second == ranks) j = i.param;
     }
   if (j < 0) return out;
   // The entry that constructs the class (one an op registration names first)
@@ -82,7 +83,7 @@ WorldSizeLink traceWorldSize(const model::Gate& gate, const model::Dispatch& d,
         out.text = a->text;
         out.length = size_of >= 0;
       }
-  if (isGroupSize(out.value)) out.value = nullptr;
+  if (isGroupSize(out.value, ranks)) out.value = nullptr;
   return out;
 }
 

@@ -26,7 +26,9 @@ struct WorldSizeLink {
   bool length = false;      // the length of that argument (a list), not its value
 };
 
+// ranks: the target's variable in the ranks role (model/Roles.h); members:
+// the C++ members the target maps to variables.
 WorldSizeLink traceWorldSize(const model::Gate& gate, const model::Dispatch& dispatch,
-                             const std::map<std::string, std::string>& members);
+                             const std::map<std::string, std::string>& members, const std::string& ranks);
 
 }  // namespace layergate::link

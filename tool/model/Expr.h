@@ -108,10 +108,6 @@ struct Replacement {
 };
 ExprPtr substitute(const ExprPtr& e, const std::map<std::string, Replacement>& by);
 
-// Well-known config variable names (DESIGN.md vocabulary).
-inline constexpr const char* kWorldSize = "world_size";
-inline constexpr const char* kFullNvlink = "full_nvlink";
-inline constexpr const char* kNbytes = "nbytes";
 // An environment variable NAME is two variables: "env:NAME" (Str, its value
 // when set) and "env:NAME#set" (Bool, whether it is set at all).
 std::string envVar(const std::string& name);

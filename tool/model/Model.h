@@ -157,7 +157,7 @@ struct CtorInfo {
 // A dispatch condition that reads a member mapped to a config variable.
 struct MemberUse {
   std::string member;                  // "full_nvlink_"
-  std::string config;                  // "full_nvlink"
+  std::string config;                  // the variable the target maps the member to
   Location where;                      // the condition (spelling location)
 };
 

@@ -512,7 +512,8 @@ Value Walker::evalAttribute(TSNode n, State& st, Frame& fr, Ctx& cx) {
       }
     }
     if (o.tag == "tensor") {
-      if (attr == "nbytes") return vInt(probeVar(model::kNbytes));
+      std::optional<Value> bytes = attr == "nbytes" ? byteCount() : std::nullopt;
+      if (bytes) return *bytes;
       if (attr == "itemsize") {
         Value u = unknown(n);
         u.tag = "elemsize";

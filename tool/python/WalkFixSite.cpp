@@ -10,7 +10,8 @@ namespace layergate::python::detail {
 namespace {
 
 // The first name in `m` whose value is exactly the config variable `var`.
-std::string holding(const std::map<std::string, Value>& m, const char* var) {
+std::string holding(const std::map<std::string, Value>& m, const std::string& var) {
+  if (var.empty()) return "";
   for (const auto& [name, v] : m)
     if ((v.k == Value::K::Int || v.k == Value::K::Bool) && v.e && v.e->op == Op::Var && v.e->s == var &&
         v.e->var_kind == VarKind::Config)
@@ -91,7 +92,7 @@ void Walker::findGuardSite(const FuncInfo* pc, const std::map<std::string, Value
       g.why = g.method + " is a static method: it reads no instance attributes";
       return;
     }
-    std::string ws = holding(snapshot, model::kWorldSize), nv = holding(snapshot, model::kFullNvlink);
+    std::string ws = holding(snapshot, spec_.roles.ranks), nv = holding(snapshot, spec_.roles.link);
     if (!ws.empty()) g.world_size = self + "." + ws;
     if (!nv.empty()) g.full_nvlink = self + "." + nv;
     if (ws.empty()) {
@@ -130,13 +131,13 @@ void Walker::findGuardSite(const FuncInfo* pc, const std::map<std::string, Value
   FuncInfo fi;
   fi.node = def;
   std::string self = selfName(fi);
-  auto expr = [&](const char* var) {
+  auto expr = [&](const std::string& var) {
     std::string a = holding(enabling_attrs_, var);
     if (!a.empty() && !self.empty()) return self + "." + a;
     return holding(enabling_locals_, var);
   };
-  g.world_size = expr(model::kWorldSize);
-  g.full_nvlink = expr(model::kFullNvlink);
+  g.world_size = expr(spec_.roles.ranks);
+  g.full_nvlink = expr(spec_.roles.link);
   if (g.world_size.empty()) {
     g.why = "no local or attribute holds the world size itself at the enabling statement";
     return;

@@ -194,7 +194,7 @@ void Walker::platformLiteralFlags(TSNode cls) {
     std::string f = text(field(v, "function"));
     std::string last = lastComponent(f);
     auto p = spec_.probes.find(last);
-    return p != spec_.probes.end() && p->second == model::kFullNvlink;
+    return p != spec_.probes.end() && spec_.roles.isLink(p->second);
   };
   std::vector<TSNode> all;
   std::vector<TSNode> stack{field(cls, "body")};

@@ -139,7 +139,9 @@ model::Gate Walker::runPolicy() {
         throw InputError(gate_mod_->file->path + ": the target's policy.nbytes names " + n + ", which is not an input of " + fname);
       prod = prod ? model::Arith(Op::Mul, prod, it->second) : it->second;
     }
-    domain = model::And(domain, model::Cmp(Op::Eq, model::Var(model::kNbytes, Sort::Int, VarKind::Config), prod));
+    if (spec_.roles.bytes.empty())
+      throw InputError(gate_mod_->file->path + ": the target's policy.nbytes needs a variable in the bytes role");
+    domain = model::And(domain, model::Cmp(Op::Eq, probeVar(spec_.roles.bytes), prod));
   }
 
   Frame fr{Frame::Kind::Helper};

@@ -300,8 +300,10 @@ Value Walker::arith(const std::string& op, const Value& a, const Value& b, TSNod
   if (a.k == K::Merge) return merge(a.cond, arith(op, *a.a, b, site), arith(op, *a.b, b, site));
   if (b.k == K::Merge) return merge(b.cond, arith(op, a, *b.a, site), arith(op, a, *b.b, site));
   if (op == "*" && a.k == K::Unknown && b.k == K::Unknown && !a.tag.empty() && !b.tag.empty() &&
-      a.tag != b.tag && a.name == b.name && (a.tag == "numel" || b.tag == "numel"))
-    return vInt(probeVar(model::kNbytes));
+      a.tag != b.tag && a.name == b.name && (a.tag == "numel" || b.tag == "numel")) {
+    std::optional<Value> bytes = byteCount();
+    if (bytes) return *bytes;
+  }
   if (a.k == K::Str && b.k == K::Str && op == "+" && a.e->op == Op::StrConst && b.e->op == Op::StrConst)
     return vStr(model::StrC(a.e->s + b.e->s));
   if (a.k == K::List && b.k == K::List && op == "+") {

@@ -104,13 +104,15 @@ Value Walker::unknown(TSNode n) {
 }
 
 ExprPtr Walker::probeVar(const std::string& probe) {
-  Sort s = (probe == model::kWorldSize || probe == model::kNbytes || probe == "rank" || probe == "device_count")
-               ? Sort::Int
-               : Sort::Bool;
-  VarKind k = (probe == model::kWorldSize || probe == model::kFullNvlink || probe == model::kNbytes)
-                  ? VarKind::Config
-                  : VarKind::Probe;
-  return model::Var(probe, s, k);
+  // A declared variable (the group's size, the link flag, the rank) as its
+  // declaration says; any other name a bool fact of the machine.
+  if (ExprPtr v = target::declaredVar(spec_.variables, probe)) return v;
+  return model::Var(probe, Sort::Bool, VarKind::Probe);
+}
+
+std::optional<Value> Walker::byteCount() {
+  if (spec_.roles.bytes.empty()) return std::nullopt;
+  return vInt(probeVar(spec_.roles.bytes));
 }
 
 void Walker::envRead(const std::string& name, TSNode at) {

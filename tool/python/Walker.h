@@ -121,6 +121,9 @@ class Walker {
                     VarKind kind = VarKind::Opaque);
   Value unknown(TSNode n);
   ExprPtr probeVar(const std::string& probe);
+  // The target's variable in the bytes role (a tensor's byte count, numel ×
+  // element size); none when it declares none.
+  std::optional<Value> byteCount();
   void envRead(const std::string& name, TSNode at);
   static std::vector<std::string> spellings(const std::string& c);
   ExprPtr envTruthyValue(const std::string& name);

@@ -80,11 +80,11 @@ bool entryDispatch(const model::Dispatch& d) { return d.class_name.empty() || d.
 // The integers the gate reads or hands down besides the world size and the
 // message size (a policy's inputs and outputs), or (texts) the strings it
 // hands down (an algorithm's name).
-std::set<std::string> handedDown(const model::Gate& g, bool texts = false) {
+std::set<std::string> handedDown(const model::Gate& g, const model::Roles& roles, bool texts = false) {
   std::set<std::string> out;
   for (const auto& v : model::varsOf(g.predicate()))
     if (v.kind == model::VarKind::Config && v.sort == (texts ? model::Sort::Str : model::Sort::Int) &&
-        v.name != model::kWorldSize && v.name != model::kNbytes && model::envNameOf(v.name).empty())
+        !roles.isRanks(v.name) && !roles.isBytes(v.name) && model::envNameOf(v.name).empty())
       out.insert(v.name);
   return out;
 }
@@ -187,7 +187,7 @@ Plan makePlan(const Options& o) {
     req.want_examples = [&](const model::Gate& g, const model::Dispatch& d) {
       if (!entryDispatch(d)) return false;
       try {
-        planEntryHarness(d, o.header, sources, tgt.cpp.members, handedDown(g), handedDown(g, true), 0);
+        planEntryHarness(d, o.header, sources, tgt.cpp.members, handedDown(g, tgt.roles), handedDown(g, tgt.roles, true), 0);
         return true;
       } catch (const HarnessError&) {
         return false;

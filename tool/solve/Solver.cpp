@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "model/Errors.h"
 #include "solve/SolverImpl.h"
 
 namespace layergate::solve {
@@ -76,7 +77,7 @@ Solver::Solver(const model::Gate& gate, const model::Dispatch& dispatch, Options
     bool nv = false;
     auto mentions = [&](const model::ExprPtr& e) {
       if (e)
-        for (const auto& v : model::varsOf(e)) nv = nv || v.name == model::kFullNvlink;
+        for (const auto& v : model::varsOf(e)) nv = nv || I.roles.isLink(v.name);
     };
     mentions(gate.predicate());
     for (const auto& l : dispatch.leaves) mentions(l.condition);
@@ -87,11 +88,18 @@ Solver::Solver(const model::Gate& gate, const model::Dispatch& dispatch, Options
         for (const auto& v : model::varsOf(e))
           if (v.kind == VarKind::Config) I.py_config.insert(v.name);
   }
-  I.ws = I.var(model::kWorldSize, Sort::Int, VarKind::Config, Side::Python);
-  I.nvl = I.var(model::kFullNvlink, Sort::Bool, VarKind::Config, Side::Python);
-  I.nbytes = I.var(model::kNbytes, Sort::Int, VarKind::Config, Side::Python);
-  // A zero-byte all-reduce writes nothing, so it cannot be a gap.
-  I.domain = I.ws >= 1 && I.nbytes >= 1 && I.nbytes <= I.ctx.int_val(static_cast<int64_t>(kMaxBytes));
+  if (!I.roles.cells())
+    throw InputError("the cell analysis needs the target's variables in the ranks, link and bytes roles");
+  I.ws = I.var(I.roles.ranks, Sort::Int, VarKind::Config, Side::Python);
+  I.nvl = I.var(I.roles.link, Sort::Bool, VarKind::Config, Side::Python);
+  I.nbytes = I.var(I.roles.bytes, Sort::Int, VarKind::Config, Side::Python);
+  // The declared bounds: the group size's lower one (its upper one bounds
+  // the cells, Impl's constructor) and the message size's (a zero-byte
+  // all-reduce writes nothing, so it cannot be a gap: bytes start at 1).
+  const target::Variable* ranks = target::findVariable(I.opt.variables, I.roles.ranks);
+  const target::Variable* bytes = target::findVariable(I.opt.variables, I.roles.bytes);
+  I.domain = I.ws >= I.ctx.int_val(ranks->min.value_or(1)) && I.nbytes >= I.ctx.int_val(bytes->min.value_or(1)) &&
+             I.nbytes <= I.ctx.int_val(bytes->max.value_or(kMaxBytes));
   I.py_domain = I.domain;
   // Env variables both layers read are known up front, so minimalEnv sees them all.
   for (const auto& n : gate.env_reads) I.var(model::envSetVar(n), Sort::Bool, VarKind::Config, Side::Python);
@@ -115,7 +123,7 @@ Solver::Solver(const model::Gate& gate, const model::Dispatch& dispatch, Options
   for (const auto& f : I.rank_facts) I.py_domain = I.py_domain && f;
   if (flag_value) {
     I.split_flag = true;
-    z3::expr cpp_flag = I.var(model::kFullNvlink, Sort::Bool, VarKind::Config, Side::Cpp);
+    z3::expr cpp_flag = I.var(I.roles.link, Sort::Bool, VarKind::Config, Side::Cpp);
     I.flag_value = I.translate(flag_value, Side::Python);
     I.domain = I.domain && cpp_flag == I.flag_value;
     I.cpp_flag = cpp_flag;
@@ -353,7 +361,7 @@ std::optional<Gap> Solver::computeGap(const Cell& c, GapKind kind) {
   // The other config variables the gate reads or hands down (a policy's
   // inputs and outputs), as the counterexample has them.
   for (const auto& v : model::varsOf(gate_.predicate()))
-    if (v.kind == VarKind::Config && v.sort == Sort::Int && v.name != model::kWorldSize && v.name != model::kNbytes &&
+    if (v.kind == VarKind::Config && v.sort == Sort::Int && !I.roles.isRanks(v.name) && !I.roles.isBytes(v.name) &&
         model::envNameOf(v.name).empty()) {
       z3::expr x = m.eval(I.var(v.name, Sort::Int, VarKind::Config, Side::Python), true);
       std::int64_t n = 0;

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "model/Model.h"
+#include "target/Variables.h"
 
 namespace layergate::solve {
 
@@ -123,6 +124,11 @@ struct CellVerdict {
 };
 
 struct Options {
+  // The target's declared variables. Solver: those in the ranks, link and
+  // bytes roles are the cells' group size, link flag and message size
+  // (model/Roles.h), their bounds its domain; a rank probe is one of the
+  // group's. The cells run over min..max_world_size within those bounds.
+  target::Variables variables;
   int min_world_size = 1;
   int max_world_size = 8;
   unsigned timeout_ms = 5000;  // per query

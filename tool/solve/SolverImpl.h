@@ -106,7 +106,18 @@ struct Solver::Impl {
   // model could pick any quotient: a gap the program can never reach).
   std::vector<z3::expr>* py_divisors = nullptr;
 
-  explicit Impl(Options o) : opt(o) {}
+  explicit Impl(Options o) : opt(o), roles(target::rolesOf(opt.variables)) {
+    // The cells stay within the group size's declared bounds.
+    if (const target::Variable* r = target::findVariable(opt.variables, roles.ranks)) {
+      if (r->max && *r->max < opt.max_world_size) opt.max_world_size = static_cast<int>(*r->max);
+      if (r->min && *r->min > opt.min_world_size) opt.min_world_size = static_cast<int>(*r->min);
+    }
+  }
+  model::Roles roles;  // opt.variables'
+
+  bool isCellAxis(const std::string& name) const {
+    return roles.isRanks(name) || roles.isLink(name) || roles.isBytes(name);
+  }
 
   // When the flag trace found the value C++ receives, the dispatch's flag is
   // its own variable, tied to that value (see the constructor).
@@ -120,27 +131,27 @@ struct Solver::Impl {
   // launch"), never as a free variable a gap may pick.
   std::set<std::string> py_config;
   bool unboundCpp(const std::string& name, VarKind kind, Side side) const {
-    return kind == VarKind::Config && side == Side::Cpp && name != model::kWorldSize && name != model::kFullNvlink &&
-           name != model::kNbytes && model::envNameOf(name).empty() && !py_config.count(name);
+    return kind == VarKind::Config && side == Side::Cpp && !isCellAxis(name) && model::envNameOf(name).empty() &&
+           !py_config.count(name);
   }
 
   z3::expr var(const std::string& name, Sort sort, VarKind kind, Side side) {
-    if (cpp_ws && side == Side::Cpp && kind == VarKind::Config && name == model::kWorldSize) return *cpp_ws;
+    if (cpp_ws && side == Side::Cpp && kind == VarKind::Config && roles.isRanks(name)) return *cpp_ws;
     if (unboundCpp(name, kind, side)) kind = VarKind::Opaque;
     std::string key = name;
     if (kind != VarKind::Config) key = (side == Side::Python ? "py:" : "cpp:") + name;
-    if (split_flag && side == Side::Cpp && name == model::kFullNvlink) key = "cpp:" + name;
+    if (split_flag && side == Side::Cpp && roles.isLink(name)) key = "cpp:" + name;
     key += sort == Sort::Bool ? "" : (sort == Sort::Int ? "#i" : "#s");
     auto it = vars.find(key);
     if (it != vars.end()) return it->second;
     z3::expr v = sort == Sort::Bool ? ctx.bool_const(key.c_str()) : ctx.int_const(key.c_str());
     vars.emplace(key, v);
     // a rank is one of the group's: 0 <= rank < world size
-    if (kind == VarKind::Probe && sort == Sort::Int && name == "rank") {
+    if (kind == VarKind::Probe && sort == Sort::Int && roles.isRank(name)) {
       rank_facts.push_back(v >= 0 && v < ws);
       domain = domain && rank_facts.back();
     }
-    if (kind != VarKind::Config && key.rfind("cpp:" + std::string(model::kFullNvlink), 0) != 0) {
+    if (kind != VarKind::Config && !(split_flag && side == Side::Cpp && roles.isLink(name))) {
       if (side == Side::Cpp) {
         cpp_opaques.push_back(v);
       } else {

@@ -11,7 +11,7 @@ std::vector<Example> Solver::examples(const Cell& c, std::int64_t small, std::in
   // The integers a harness must be given: the gate's inputs and outputs.
   std::vector<std::string> ints;
   for (const auto& v : model::varsOf(gate_.predicate()))
-    if (v.kind == VarKind::Config && v.sort == Sort::Int && v.name != model::kWorldSize && v.name != model::kNbytes &&
+    if (v.kind == VarKind::Config && v.sort == Sort::Int && !I.roles.isRanks(v.name) && !I.roles.isBytes(v.name) &&
         model::envNameOf(v.name).empty() && std::find(ints.begin(), ints.end(), v.name) == ints.end())
       ints.push_back(v.name);
   std::sort(ints.begin(), ints.end());

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <functional>
 #include <limits>
+#include <map>
 #include <fstream>
 #include <regex>
 #include <set>
@@ -144,7 +145,7 @@ Variables variablesOf(const json& j, const std::string& origin) {
   if (!j.contains("variables")) return out;
   const json& a = j.at("variables");
   const std::string shape = origin + ": \"variables\" must be a list of {\"name\", \"type\": \"int\" | \"enum\" | "
-                                     "\"bool\", \"values\", \"min\", \"max\", \"doc\"}";
+                                     "\"bool\", \"values\", \"min\", \"max\", \"doc\", \"role\", \"probe\"}";
   if (!a.is_array()) throw InputError(shape);
   for (const auto& x : a) {
     if (!x.is_object() || !x.contains("name") || !x.at("name").is_string() || !x.contains("type") ||
@@ -181,8 +182,32 @@ Variables variablesOf(const json& j, const std::string& origin) {
     if ((v.min && outside(*v.min)) || (v.max && outside(*v.max)) || std::any_of(v.ints.begin(), v.ints.end(), outside))
       throw InputError(where + ": values and bounds must lie within -2^62..2^62");
     if (v.min && v.max && *v.min > *v.max) throw InputError(where + ": \"min\" is above \"max\"");
-    if (v.type == Variable::Type::Int && v.ints.empty() && (!v.min || !v.max))
+    if (x.contains("probe")) {
+      if (!x.at("probe").is_boolean()) throw InputError(where + ": \"probe\" must be true or false");
+      v.probe = x.at("probe").get<bool>();
+    }
+    // A probe may be any integer the machine answers; a configuration is one
+    // the report can list.
+    if (v.type == Variable::Type::Int && !v.probe && v.ints.empty() && (!v.min || !v.max))
       throw InputError(where + ": an int variable needs \"values\" or both \"min\" and \"max\"");
+    if (x.contains("role")) {
+      if (!x.at("role").is_string()) throw InputError(where + ": \"role\" must be a string");
+      v.role = x.at("role").get<std::string>();
+      // role -> (type, probe) it requires
+      static const std::map<std::string, std::pair<Variable::Type, bool>> roles = {
+          {"ranks", {Variable::Type::Int, false}},
+          {"link", {Variable::Type::Bool, false}},
+          {"bytes", {Variable::Type::Int, false}},
+          {"rank", {Variable::Type::Int, true}}};
+      auto r = roles.find(v.role);
+      if (r == roles.end()) throw InputError(where + ": \"role\" must be ranks, link, bytes or rank");
+      if (r->second.first != v.type || r->second.second != v.probe)
+        throw InputError(where + ": the " + v.role + " role is " +
+                         (r->second.first == Variable::Type::Int ? "an int " : "a bool ") +
+                         (r->second.second ? "probe" : "variable (not a probe)"));
+      for (const auto& o : out)
+        if (o.role == v.role) throw InputError(where + ": the " + v.role + " role is " + o.name + "'s already");
+    }
     out.push_back(std::move(v));
   }
   return out;
@@ -336,6 +361,9 @@ Target fromJson(const json& j, const std::string& origin) {
     checkTerms(t.cpp.values, t.variables, origin + ": \"cpp.values");
     t.cpp.follow_calls = c.value("follow_calls", false);
     t.python.variables = t.cpp.variables = t.variables;
+    t.python.roles = t.cpp.roles = t.roles = rolesOf(t.variables);
+    if (!t.roles.cells() && (!t.roles.ranks.empty() || !t.roles.link.empty() || !t.roles.bytes.empty()))
+      throw InputError(origin + ": \"variables\": the ranks, link and bytes roles go together (the cells of a group)");
     if (c.contains("std")) {
       if (!c.at("std").is_string()) throw InputError(origin + ": \"std\" must be a string such as \"c++20\"");
       t.cpp.std = c.at("std").get<std::string>();

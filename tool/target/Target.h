@@ -20,8 +20,9 @@ struct PythonGateSpec {
   std::vector<std::string> per_call_methods;  // "should_custom_ar"
   std::string enabling_attr = "disabled";     // self.<attr> = <enabling_value>
   bool enabling_value = false;
-  // Call name (last dotted component) -> config variable ("world_size",
-  // "full_nvlink", or a probe name such as "p2p_ok").
+  // Call name (last dotted component) -> the variable it reads: a declared
+  // one (its type gives the sort; a declared probe stays one), or a bool
+  // probe of the machine by that name ("p2p_ok").
   std::map<std::string, std::string> probes;
   // Platform flags fixed by the target: a bare name, an attribute's last
   // component or a call's last component -> its value on this platform.
@@ -33,6 +34,7 @@ struct PythonGateSpec {
   // (a probe of the machine the analysis does not run on).
   std::map<std::string, Term> values;
   Variables variables;  // the target's (Target::variables), for the terms
+  model::Roles roles;   // the target's (Target::roles)
   // Helpers that read an env var as a bool ("true"/"1", any case, is true).
   std::vector<std::string> bool_env_helpers;
   // Modules whose attributes are env vars (envs.NAME, envs.NAME.get()).
@@ -70,7 +72,7 @@ struct PythonGateSpec {
   // hands down (a kernel variant, a block count). Empty: a class gate.
   struct PolicyInput {
     std::string param;                 // the function's parameter
-    std::string var;                   // the config variable it is ("world_size", "numel")
+    std::string var;                   // the config variable it is (the group size, "numel")
     std::vector<std::int64_t> values;  // the values a caller passes (empty: any within min/max)
     std::optional<std::int64_t> min, max;
     // The parameter is an optional object (a tensor or None) and the
@@ -114,6 +116,7 @@ struct CppDispatchSpec {
   // they are over the target's variables.
   std::map<std::string, Term> values;
   Variables variables;  // the target's (Target::variables), for the terms
+  model::Roles roles;   // the target's (Target::roles)
   // Functions of the given files that the walk enters at their calls (a
   // launcher template that switches on more of the configuration), rather
   // than counting their launches as the call's.
@@ -153,10 +156,11 @@ struct Target {
   Discovery discovery;
   PythonGateSpec python;
   CppDispatchSpec cpp;
-  // The configuration variables of a family described as data: when
-  // present, the analysis is over them (their product, grouped into
-  // regions), not over world size and NVLink cells.
+  // The configuration variables the target declares (docs/targets.md). With
+  // one in the "ranks" role the analysis is per cell (group size × link
+  // flag, model/Roles.h); without, over the regions of their product.
   Variables variables;
+  model::Roles roles;  // which declared variable plays which role
   // A layered gate whose files discovery recognises but that layergate has no
   // model of yet ("unmodelled": why). `check DIR` says it is present and not
   // analysed, never that it is clean.

@@ -57,7 +57,7 @@ m::ExprPtr termExpr(const Term& t, const Variables& vs) {
 m::ExprPtr domainExpr(const Variables& vs) {
   m::ExprPtr d = m::True();
   for (const auto& v : vs) {
-    m::ExprPtr x = m::Var(v.name, v.sort(), m::VarKind::Config);
+    m::ExprPtr x = m::Var(v.name, v.sort(), v.probe ? m::VarKind::Probe : m::VarKind::Config);
     std::vector<m::ExprPtr> alts;
     if (v.type == Variable::Type::Enum)
       for (const auto& n : v.names) alts.push_back(m::Cmp(m::Op::Eq, x, m::StrC(n)));
@@ -68,6 +68,23 @@ m::ExprPtr domainExpr(const Variables& vs) {
     if (v.max) d = m::And(d, m::Cmp(m::Op::Le, x, m::IntC(*v.max)));
   }
   return d;
+}
+
+m::Roles rolesOf(const Variables& vs) {
+  m::Roles r;
+  for (const auto& v : vs) {
+    if (v.role == "ranks") r.ranks = v.name;
+    else if (v.role == "link") r.link = v.name;
+    else if (v.role == "bytes") r.bytes = v.name;
+    else if (v.role == "rank") r.rank = v.name;
+  }
+  return r;
+}
+
+m::ExprPtr declaredVar(const Variables& vs, const std::string& name) {
+  const Variable* v = findVariable(vs, name);
+  if (!v) return nullptr;
+  return m::Var(v->name, v->sort(), v->probe ? m::VarKind::Probe : m::VarKind::Config);
 }
 
 std::string valueText(const Variable& v, const m::ExprPtr& c) {

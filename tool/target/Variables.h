@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "model/Expr.h"
+#include "model/Roles.h"
 
 namespace layergate::target {
 
@@ -25,6 +26,13 @@ struct Variable {
   std::vector<std::int64_t> ints;        // Int: the values it takes (empty: min..max)
   std::vector<std::string> names;        // Enum: its values
   std::string doc;                       // what it is, in a few words
+  // The part it plays in the per-group analysis ("ranks", "link", "bytes",
+  // "rank": model/Roles.h); empty: none.
+  std::string role;
+  // A fact of the machine the analysis does not run on (a process's rank,
+  // the device count): any value of its domain, an input of the gate that no
+  // report lists as a configuration.
+  bool probe = false;
   model::Sort sort() const {
     return type == Type::Int ? model::Sort::Int : type == Type::Bool ? model::Sort::Bool : model::Sort::Str;
   }
@@ -46,8 +54,13 @@ const Variable* findVariable(const Variables& vs, const std::string& name);
 // The term as an expression over the declared variables; nullptr when it names
 // a variable that is not declared.
 model::ExprPtr termExpr(const Term& t, const Variables& vs);
-// Every variable within its domain.
+// Every variable within its domain (probes included).
 model::ExprPtr domainExpr(const Variables& vs);
+// The names of the variables declared in each role.
+model::Roles rolesOf(const Variables& vs);
+// The model variable a declared name stands for (its sort; VarKind::Probe
+// for a probe, else Config); nullptr when the name is not declared.
+model::ExprPtr declaredVar(const Variables& vs, const std::string& name);
 // A value of a variable in words ("float16", "128", "true").
 std::string valueText(const Variable& v, const model::ExprPtr& constant);
 
