@@ -532,6 +532,10 @@ TEST(Cli, TheCellAxesAreTheTargetsDeclaredVariablesWhateverTheirNames) {
     errors += want.status == 1;
   }
   EXPECT_GE(errors, 3);  // the seed, a throwing world size, a size gap at least
+  // A counterexample names the values by the declared names.
+  CliRun seed = layergate("check --rules " + quote((dir / "renamed").string()) + " seed-force-pcie --isolated --color never");
+  EXPECT_NE(seed.out.find("counterexample: group_ranks=4 all_pairs_linked=false message_bytes="), std::string::npos)
+      << seed.out;
   CliRun none = layergate("check --rules " + quote((dir / "undeclared").string()) +
                           " --target custom-allreduce seed-force-pcie/custom_all_reduce.py seed-force-pcie/custom_all_reduce.cuh");
   EXPECT_EQ(none.status, 2) << none.out;

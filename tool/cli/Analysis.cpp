@@ -170,6 +170,7 @@ report::Result analyse(const Request& req) {
   report::Result r;
   r.target = tgt.name;
   r.platform = tgt.platform;
+  r.roles = tgt.roles;
   r.python_files = req.python_files;
   r.cpp_files = req.cpp_files;
 

@@ -320,7 +320,7 @@ std::string renderFinding(const Page& page, const Result& r, const model::Findin
     locs += fmt::format("<li><span class=\"role\">{}</span>{} {}</li>\n", esc(l.role), page.link(l), esc(l.note));
   std::string cex;
   if (f.config.world_size || !f.config.env.empty()) {
-    cex = fmt::format("<div class=\"cex\"><b>counterexample</b> <code>{}</code>", esc(configText(f.config)));
+    cex = fmt::format("<div class=\"cex\"><b>counterexample</b> <code>{}</code>", esc(configText(f.config, r.roles)));
     if (f.config.world_size && f.config.full_nvlink)
       cex += fmt::format(" <a class=\"muted\" href=\"#{}\">(matrix cell)</a>", cellId(unit, static_cast<int>(*f.config.world_size), *f.config.full_nvlink));
     if (!f.config.assumed.empty()) {

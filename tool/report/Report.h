@@ -29,6 +29,9 @@ struct Result {
   // product (instead of the world size × NVLink matrix).
   target::Variables variables;
   std::optional<solve::SpaceResult> space;
+  // The cell analysis: the target's variables in the ranks, link and bytes
+  // roles, by which a counterexample names its values.
+  model::Roles roles;
   std::vector<model::Hop> trace;  // the NVLink flag from the Python probe to the C++ branch
   // Each value the gate hands down, from where Python computes it to the
   // C++ conditions that read it (link::traceValues).
@@ -133,8 +136,9 @@ struct HtmlSection {
 };
 std::string renderHtml(const std::vector<HtmlSection>& sections, const std::vector<std::string>& notes, const HtmlOptions& o);
 
-// "world_size=4 full_nvlink=false nbytes=16 NAME=1" (text and HTML reports).
-std::string configText(const model::Config& c);
+// "world_size=4 full_nvlink=false nbytes=16 NAME=1" (text and HTML reports):
+// the cell's values by the names of the variables in their roles.
+std::string configText(const model::Config& c, const model::Roles& names);
 
 // Count of unsuppressed findings at or above a severity (for exit statuses).
 int countAtLeast(const Result& r, model::Severity s);

@@ -71,11 +71,12 @@ std::string dispatchCell(const solve::CellVerdict& v) {
 
 }  // namespace
 
-std::string configText(const model::Config& c) {
+std::string configText(const model::Config& c, const model::Roles& names) {
+  auto name = [](const std::string& n, const char* role) { return n.empty() ? std::string(role) : n; };
   std::string s;
-  if (c.world_size) s += fmt::format("world_size={}", *c.world_size);
-  if (c.full_nvlink) s += fmt::format(" full_nvlink={}", *c.full_nvlink ? "true" : "false");
-  if (c.nbytes) s += fmt::format(" nbytes={}", *c.nbytes);
+  if (c.world_size) s += fmt::format("{}={}", name(names.ranks, "ranks"), *c.world_size);
+  if (c.full_nvlink) s += fmt::format(" {}={}", name(names.link, "link"), *c.full_nvlink ? "true" : "false");
+  if (c.nbytes) s += fmt::format(" {}={}", name(names.bytes, "bytes"), *c.nbytes);
   for (const auto& [k, v] : c.values) s += fmt::format(" {}={}", k, v);
   for (const auto& [k, v] : c.env) s += v ? fmt::format(" {}={}", k, *v) : fmt::format(" {} unset", k);
   return s;
@@ -171,7 +172,7 @@ std::string renderText(const Result& r, const TextOptions& o) {
                                   x->description));
     }
     if (o.details && (f.config.world_size || !f.config.env.empty())) {
-      out += fmt::format("    counterexample: {}\n", configText(f.config));
+      out += fmt::format("    counterexample: {}\n", configText(f.config, r.roles));
       if (!f.config.assumed.empty()) out += fmt::format("    assuming: {}\n", assumingText(f.config, g.primary.file));
     }
   }
