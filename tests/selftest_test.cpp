@@ -343,7 +343,7 @@ HarnessSpec planFor(const std::string& fixture) {
   target::Target t = driver::selectTarget("", "");
   const std::string h = kFixtures + "/" + fixture + "/custom_all_reduce.cuh";
   model::Dispatch d = cpp::extractDispatch({h}, t.cpp);
-  return planHarness(d, h, slurp(h), t.cpp.members);
+  return planHarness(d, h, slurp(h), memberRoles(t.cpp.members, t.roles));
 }
 std::vector<Role> roles(const std::vector<HarnessArg>& a) {
   std::vector<Role> r;
@@ -393,7 +393,7 @@ TEST(SelftestHarness, ReferenceHeaderUsesItsRankBufferFactory) {
   target::Target t = driver::selectTarget("", "");
   const std::string h = kSource + "/kernels/layergate_allreduce.cuh";
   model::Dispatch d = cpp::extractDispatch({h}, t.cpp);
-  HarnessSpec s = planHarness(d, h, slurp(h), t.cpp.members);
+  HarnessSpec s = planHarness(d, h, slurp(h), memberRoles(t.cpp.members, t.roles));
   EXPECT_EQ(s.class_name, "layergate::CustomAllreduce");
   EXPECT_EQ(roles(s.ctor), (std::vector<Role>{Role::Rank, Role::WorldSize, Role::Flag, Role::RankBuffersArray,
                                               Role::MaxBytes, Role::MaxBlocks}));
@@ -419,7 +419,7 @@ class CustomAllreduce {
   d.class_name = "CustomAllreduce";
   d.function = "allreduce";
   try {
-    planHarness(d, "/tmp/x.cuh", text, {{"full_nvlink_", "full_nvlink"}});
+    planHarness(d, "/tmp/x.cuh", text, {{"full_nvlink_", kLinkRole}});
     FAIL() << "expected a HarnessError";
   } catch (const HarnessError& e) {
     EXPECT_NE(std::string(e.what()).find("IPC"), std::string::npos) << e.what();
@@ -580,7 +580,7 @@ TEST(SelftestEntryHarness, EveryParameterFromTheCellTheRankOrAFactory) {
 // A flag parameter the target maps to the NVLink flag gets the cell's
 // topology, not a constant.
 TEST(SelftestEntryHarness, AFlagMappedToTheTopologyTakesTheCellsValue) {
-  const std::map<std::string, std::string> members{{"use_pdl", "full_nvlink"}, {"variant", "variant"}};
+  const std::map<std::string, std::string> members{{"use_pdl", kLinkRole}, {"variant", "variant"}};
   const std::set<std::string> values{"numel", "elem_size", "max_blocks", "blocks", "threads", "variant"};
   HarnessSpec h = planEntryHarness(entryDispatch(), "/x/demo.cuh", {{"/x/demo.cuh", kEntryHeader}}, members, values, {}, 2);
   EXPECT_NE(h.entry_call.find("static_cast<demo::ipc::Variant>(V(\"variant\")), (c.nv != 0), k.stream)"), std::string::npos)
@@ -661,7 +661,7 @@ TEST(SelftestEntryHarness, ThePlannedGapOfTheFixtureIsACellWithItsValues) {
   std::set<std::string> names;
   for (const auto& [k, x] : gap->values) names.insert(k);
   HarnessSpec h = planEntryHarness(r.dispatch, req.cpp_files[0], {{req.cpp_files[0], slurp(req.cpp_files[0])}},
-                                   t.cpp.members, names, {}, 2);
+                                   memberRoles(t.cpp.members, t.roles), names, {}, 2);
   EXPECT_NE(h.entry_call.find("fixture_ipc::all_reduce<__half>("), std::string::npos) << h.entry_call;
   EXPECT_NE(h.entry_call.find("static_cast<fixture_ipc::Variant>(V(\"variant\"))"), std::string::npos) << h.entry_call;
   EXPECT_TRUE(h.slab_bytes.empty());
@@ -726,7 +726,7 @@ TEST(SelftestEntryHarness, ATvmFfiEntryBuildsItsObjectFromTheConstructorsShapes)
       {jit + "/include/sgl_kernel/distributed/workspace.cuh", slurp(jit + "/include/sgl_kernel/distributed/workspace.cuh")},
       {jit + "/csrc/distributed/workspace.cuh", slurp(jit + "/csrc/distributed/workspace.cuh")}};
   target::Target t = driver::selectTarget("", "sglang-custom-ar-v2");
-  HarnessSpec h = planEntryHarness(r.dispatch, req.cpp_files[0], sources, t.cpp.members, {"push_bytes", "pull_bytes"},
+  HarnessSpec h = planEntryHarness(r.dispatch, req.cpp_files[0], sources, memberRoles(t.cpp.members, t.roles), {"push_bytes", "pull_bytes"},
                                    {"algo"}, 0);
   EXPECT_TRUE(h.tvm_ffi);
   EXPECT_TRUE(h.ws_template);

@@ -194,7 +194,7 @@ class Resolver {
     else if (values_.count(p.name) || texts_.count(p.name)) cfg = p.name;
     if (std::string e = ffi(p, fn, depth, cfg); !e.empty()) return e;
     if (b == "cudaStream_t") return "k.stream";
-    if (cfg == "world_size" || (integral && (has(n, "world") || n == "nranks" || n == "num_ranks"))) return "ws";
+    if (cfg == kRanksRole || (integral && (has(n, "world") || n == "nranks" || n == "num_ranks"))) return "ws";
     if (integral && n == "rank") return "r";
     if (st == 1 && depth == 0 && !isIntegral(b)) {
       // The message: by name first, then by constness.
@@ -213,7 +213,7 @@ class Resolver {
     if (integral && (n == "elem_size" || n == "element_size" || n == "dtype_size")) return "sizeof(" + h_.elem_type + ")";
     if (integral && has(n, "block")) return "k.blocks";
     if (integral && has(n, "thread")) return "512";
-    if (b == "bool" && cfg == "full_nvlink") return "(c.nv != 0)";  // the cell's topology
+    if (b == "bool" && cfg == kLinkRole) return "(c.nv != 0)";  // the cell's topology
     if (b == "bool") {
       if (p.has_default) return "";
       h_.notes.push_back(p.name + " of " + fn + ": false (not a value the gate hands down)");
@@ -598,7 +598,7 @@ HarnessSpec planEntryHarness(const model::Dispatch& d, const std::string& header
       std::string v;
       auto m = member_config.find(tp.name);
       if (tp.kind == "type") v = h.elem_type;
-      else if (tp.kind == "int" && m != member_config.end() && m->second == "world_size") v = "LG_WS", h.ws_template = true;
+      else if (tp.kind == "int" && m != member_config.end() && m->second == kRanksRole) v = "LG_WS", h.ws_template = true;
       else if (tp.kind == "bool") {
         v = "false";
         h.notes.push_back(tp.name + " of " + of + ": false (a template flag the gate does not hand down)");

@@ -28,6 +28,7 @@
 
 namespace layergate::selftest {
 
+// member_config: the target's member map, by memberRoles (Harness.h).
 // elem_size: the element size the examples hand down (2: __half), 0: float.
 // sources: the header's text first, then the files around it (may be just the header).
 HarnessSpec planEntryHarness(const model::Dispatch& dispatch, const std::string& header_path,

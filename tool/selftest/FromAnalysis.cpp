@@ -187,7 +187,7 @@ Plan makePlan(const Options& o) {
     req.want_examples = [&](const model::Gate& g, const model::Dispatch& d) {
       if (!entryDispatch(d)) return false;
       try {
-        planEntryHarness(d, o.header, sources, tgt.cpp.members, handedDown(g, tgt.roles), handedDown(g, tgt.roles, true), 0);
+        planEntryHarness(d, o.header, sources, memberRoles(tgt.cpp.members, tgt.roles), handedDown(g, tgt.roles), handedDown(g, tgt.roles, true), 0);
         return true;
       } catch (const HarnessError&) {
         return false;
@@ -256,8 +256,8 @@ Plan makePlan(const Options& o) {
           plan.notes.push_back(std::to_string(dropped) + " example cell(s) at an element size other than " +
                                std::to_string(elem_size) + " B not run: the harness is built for one element type");
       }
-      HarnessSpec spec = entry ? planEntryHarness(r.dispatch, o.header, sources, tgt.cpp.members, values, texts, elem_size)
-                               : planHarness(r.dispatch, o.header, text, tgt.cpp.members, o.include_dirs);
+      HarnessSpec spec = entry ? planEntryHarness(r.dispatch, o.header, sources, memberRoles(tgt.cpp.members, tgt.roles), values, texts, elem_size)
+                               : planHarness(r.dispatch, o.header, text, memberRoles(tgt.cpp.members, tgt.roles), o.include_dirs);
       spec.world_sizes.assign(world_sizes.begin(), world_sizes.end());
       plan.harness_source = generateHarness(spec);
       // How the header is compiled: the target's standard, macros and include

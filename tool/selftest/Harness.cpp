@@ -38,6 +38,14 @@ const char* roleName(Role r) {
 }
 
 
+std::map<std::string, std::string> memberRoles(const std::map<std::string, std::string>& members,
+                                               const model::Roles& roles) {
+  std::map<std::string, std::string> out;
+  for (const auto& [member, var] : members)
+    out[member] = roles.isRanks(var) ? kRanksRole : roles.isLink(var) ? kLinkRole : roles.isRank(var) ? kRankRole : var;
+  return out;
+}
+
 HarnessSpec planHarness(const model::Dispatch& d, const std::string& header_path, const std::string& header_text,
                         const std::map<std::string, std::string>& member_config,
                         const std::vector<std::string>& include_dirs) {
@@ -72,7 +80,7 @@ HarnessSpec planHarness(const model::Dispatch& d, const std::string& header_path
           mi.member.find("data") == std::string::npos &&
           static_cast<size_t>(mi.param) < ctor->params.size() && isIntegral(ctor->params[static_cast<size_t>(mi.param)].type) &&
           stars(ctor->params[static_cast<size_t>(mi.param)].type) == 0 && !param_config.count(mi.param))
-        param_config[mi.param] = "rank";
+        param_config[mi.param] = kRankRole;
     }
   } else {
     for (const auto& m : cs.methods)
@@ -102,12 +110,12 @@ HarnessSpec planHarness(const model::Dispatch& d, const std::string& header_path
     const std::string n = lower(p.name), b = baseType(p.type);
     const std::string cfg = param_config.count(static_cast<int>(i)) ? param_config[static_cast<int>(i)] : "";
     Role role;
-    if (cfg == "full_nvlink" || (cfg.empty() && b == "bool" && (n.find("nvlink") != std::string::npos || n.find("connected") != std::string::npos)))
+    if (cfg == kLinkRole || (cfg.empty() && b == "bool" && (n.find("nvlink") != std::string::npos || n.find("connected") != std::string::npos)))
       role = Role::Flag;
-    else if (cfg == "world_size" || (cfg.empty() && isIntegral(p.type) && stars(p.type) == 0 &&
+    else if (cfg == kRanksRole || (cfg.empty() && isIntegral(p.type) && stars(p.type) == 0 &&
                                      (n.find("world") != std::string::npos || n == "nranks" || n == "num_ranks")))
       role = Role::WorldSize;
-    else if (cfg == "rank" || (isIntegral(p.type) && stars(p.type) == 0 && n == "rank"))
+    else if (cfg == kRankRole || (isIntegral(p.type) && stars(p.type) == 0 && n == "rank"))
       role = Role::Rank;
     else if (stars(p.type) == 2 && b != "void")
       role = Role::SignalArray, h.signal_type = qualify(b, h.ns);
@@ -149,7 +157,7 @@ HarnessSpec planHarness(const model::Dispatch& d, const std::string& header_path
     for (size_t i = h.ctor.size(); i < cparams.size(); ++i) {
       const std::string cfg = param_config.count(static_cast<int>(i)) ? param_config[static_cast<int>(i)] : "";
       const std::string n = lower(cparams[i].name);
-      bool flag = cfg == "full_nvlink" || (baseType(cparams[i].type) == "bool" &&
+      bool flag = cfg == kLinkRole || (baseType(cparams[i].type) == "bool" &&
                                            (n.find("nvlink") != std::string::npos || n.find("connected") != std::string::npos));
       if (!flag) continue;
       for (size_t k = h.ctor.size(); k < i; ++k) h.ctor.push_back({Role::Default, cparams[k]});

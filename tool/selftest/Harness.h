@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "model/Model.h"
+#include "model/Roles.h"
 
 namespace layergate::selftest {
 
@@ -110,8 +111,18 @@ struct HarnessSpec {
   std::string describe() const;  // one paragraph: what the harness calls, with roles
 };
 
-// member_config: the target's member map ("full_nvlink_" -> "full_nvlink").
-// include_dirs: where the header's quoted includes may be (its own directory first).
+// The harness's view of a member map: a member whose variable plays one of
+// the cell roles (model/Roles.h) maps to that role's token instead of the
+// variable's name; the others keep their variable.
+inline constexpr const char* kRanksRole = "<ranks>";
+inline constexpr const char* kLinkRole = "<link>";
+inline constexpr const char* kRankRole = "<rank>";
+std::map<std::string, std::string> memberRoles(const std::map<std::string, std::string>& members,
+                                               const model::Roles& roles);
+
+// member_config: the target's member map, by memberRoles ("full_nvlink_" ->
+// kLinkRole). include_dirs: where the header's quoted includes may be (its
+// own directory first).
 HarnessSpec planHarness(const model::Dispatch& dispatch, const std::string& header_path,
                         const std::string& header_text, const std::map<std::string, std::string>& member_config,
                         const std::vector<std::string>& include_dirs = {});
