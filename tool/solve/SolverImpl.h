@@ -151,7 +151,8 @@ struct Solver::Impl {
       rank_facts.push_back(v >= 0 && v < ws);
       domain = domain && rank_facts.back();
     }
-    if (kind != VarKind::Config && !(split_flag && side == Side::Cpp && roles.isLink(name))) {
+    // The dispatch's side of the link flag is never one of its opaque terms.
+    if (kind != VarKind::Config && !(side == Side::Cpp && roles.isLink(name))) {
       if (side == Side::Cpp) {
         cpp_opaques.push_back(v);
       } else {
