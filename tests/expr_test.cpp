@@ -184,7 +184,8 @@ TEST(Target, RolesNameTheDeclaredVariables) {
            {axes + R"(,{"name":"b2","type":"int","min":1,"max":8,"role":"bytes"})", "the bytes role is b's already"},
            {R"({"name":"g","type":"int","min":1,"max":8,"role":"ranks"})", "the ranks, link and bytes roles go together"},
            {R"({"name":"g","type":"int","min":1,"max":8,"probe":"yes"})", "\"probe\" must be true or false"},
-           {R"({"name":"g","type":"int","role":"ranks"})", "needs \"values\" or both \"min\" and \"max\""}}) {
+           {R"({"name":"g","type":"int","role":"ranks"})", "needs \"values\" or both \"min\" and \"max\""},
+           {R"({"name":"g","type":"int","values":[2,4,8],"role":"ranks"})", "the ranks role takes \"min\" and \"max\""}}) {
     try {
       target::parseTarget(withVars(vars), "x.json");
       ADD_FAILURE() << "accepted: " << vars;

@@ -96,6 +96,23 @@ TEST(Solver, UpstreamShapeIsConsistent) {
   EXPECT_TRUE(check(gate(false, false), dispatch()).empty());
 }
 
+// The cells run within the declared bounds of the variable in the ranks
+// role: a group of at most 4 leaves the seed's 6 and 8 out.
+TEST(Solver, TheCellsStayWithinTheDeclaredGroupSize) {
+  solve::Options o = allReduce();
+  for (auto& v : o.variables)
+    if (v.role == "ranks") v.max = 4;
+  auto g = gate(true, true);
+  auto d = dispatch();
+  solve::Solver s(g, d, o);
+  int largest = 0;
+  for (const auto& c : s.cells()) largest = std::max(largest, c.world_size);
+  EXPECT_EQ(largest, 4);
+  checks::CheckContext ctx{g, d, s};
+  std::vector<std::tuple<std::string, int, bool>> want = {{"LG001", 4, false}};
+  EXPECT_EQ(cells(checks::runChecks(ctx)), want);
+}
+
 TEST(Solver, SeedScenarioGivesLG001ForFourSixEightPcieOnlyWithTheEnvVar) {
   auto g = gate(true, true);
   auto d = dispatch();

@@ -109,8 +109,9 @@ struct Solver::Impl {
   explicit Impl(Options o) : opt(o), roles(target::rolesOf(opt.variables)) {
     // The cells stay within the group size's declared bounds.
     if (const target::Variable* r = target::findVariable(opt.variables, roles.ranks)) {
-      if (r->max && *r->max < opt.max_world_size) opt.max_world_size = static_cast<int>(*r->max);
-      if (r->min && *r->min > opt.min_world_size) opt.min_world_size = static_cast<int>(*r->min);
+      if (r->max && *r->max < opt.max_world_size) opt.max_world_size = static_cast<int>(std::max<std::int64_t>(*r->max, 0));
+      if (r->min && *r->min > opt.min_world_size)
+        opt.min_world_size = static_cast<int>(std::min<std::int64_t>(*r->min, opt.max_world_size + 1));
     }
   }
   model::Roles roles;  // opt.variables'

@@ -207,6 +207,8 @@ Variables variablesOf(const json& j, const std::string& origin) {
                          (r->second.second ? "probe" : "variable (not a probe)"));
       for (const auto& o : out)
         if (o.role == v.role) throw InputError(where + ": the " + v.role + " role is " + o.name + "'s already");
+      if ((v.role == "ranks" || v.role == "bytes") && !v.ints.empty())
+        throw InputError(where + ": the " + v.role + " role takes \"min\" and \"max\", not \"values\"");
     }
     out.push_back(std::move(v));
   }
