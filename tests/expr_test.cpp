@@ -185,7 +185,8 @@ TEST(Target, RolesNameTheDeclaredVariables) {
            {R"({"name":"g","type":"int","min":1,"max":8,"role":"ranks"})", "the ranks, link and bytes roles go together"},
            {R"({"name":"g","type":"int","min":1,"max":8,"probe":"yes"})", "\"probe\" must be true or false"},
            {R"({"name":"g","type":"int","role":"ranks"})", "needs \"values\" or both \"min\" and \"max\""},
-           {R"({"name":"g","type":"int","values":[2,4,8],"role":"ranks"})", "the ranks role takes \"min\" and \"max\""}}) {
+           {R"({"name":"g","type":"int","values":[2,4,8],"role":"ranks"})", "the ranks role takes \"min\" and \"max\""},
+           {R"({"name":"d","type":"int","probe":true})", "a probe needs the ranks, link and bytes roles"}}) {
     try {
       target::parseTarget(withVars(vars), "x.json");
       ADD_FAILURE() << "accepted: " << vars;

@@ -101,8 +101,8 @@ class IncludeWatcher : public PPCallbacks {
 // file's and the precompiled prelude's). The walk reads a specialization it
 // follows through its template's pattern, and asks for the instantiations it
 // must read instead (WalkOptions::instantiate), whose errors are then
-// collected as any other. Specializations clang must instantiate at once (constexpr functions,
-// for constant evaluation) are never queued.
+// collected as any other. Specializations clang must instantiate at once
+// (constexpr functions, for constant evaluation) are never queued.
 class DeferInstantiations : public ExternalSemaSource {
  public:
   Sema* sema = nullptr;

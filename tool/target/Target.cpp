@@ -366,6 +366,10 @@ Target fromJson(const json& j, const std::string& origin) {
     t.python.roles = t.cpp.roles = t.roles = rolesOf(t.variables);
     if (!t.roles.cells() && (!t.roles.ranks.empty() || !t.roles.link.empty() || !t.roles.bytes.empty()))
       throw InputError(origin + ": \"variables\": the ranks, link and bytes roles go together (the cells of a group)");
+    // A region is over configurations only: probes belong to the cells.
+    for (const auto& v : t.variables)
+      if (v.probe && !t.roles.cells())
+        throw InputError(origin + ": variable \"" + v.name + "\": a probe needs the ranks, link and bytes roles (the cells of a group)");
     if (c.contains("std")) {
       if (!c.at("std").is_string()) throw InputError(origin + ": \"std\" must be a string such as \"c++20\"");
       t.cpp.std = c.at("std").get<std::string>();

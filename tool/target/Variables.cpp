@@ -57,7 +57,7 @@ m::ExprPtr termExpr(const Term& t, const Variables& vs) {
 m::ExprPtr domainExpr(const Variables& vs) {
   m::ExprPtr d = m::True();
   for (const auto& v : vs) {
-    m::ExprPtr x = m::Var(v.name, v.sort(), v.probe ? m::VarKind::Probe : m::VarKind::Config);
+    m::ExprPtr x = declaredVar(vs, v.name);
     std::vector<m::ExprPtr> alts;
     if (v.type == Variable::Type::Enum)
       for (const auto& n : v.names) alts.push_back(m::Cmp(m::Op::Eq, x, m::StrC(n)));
