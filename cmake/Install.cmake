@@ -38,9 +38,14 @@ if(LAYERGATE_DPKG_SHLIBDEPS)
   set(CPACK_DEBIAN_PACKAGE_DEPENDS "${LAYERGATE_DEB_HEADER_DEPENDS}")
 else()
   # Without dpkg-dev: Debian bookworm's packages of the libraries layergate links
-  # (ldd build/tool/layergate; dpkg -S): the grammar is compiled in.
+  # (ldd build/tool/layergate; dpkg -S): the grammar is compiled in, and so
+  # are clang and LLVM where their static archives were found.
+  set(LAYERGATE_DEB_LLVM_DEPENDS "libclang-cpp19, libllvm19, ")
+  if(LG_STATIC_LLVM)
+    set(LAYERGATE_DEB_LLVM_DEPENDS "libzstd1, zlib1g, ")
+  endif()
   set(CPACK_DEBIAN_PACKAGE_DEPENDS
-      "libclang-cpp19, libllvm19, libz3-4, libtree-sitter0, libfmt9, libstdc++6, libgcc-s1, libc6, ${LAYERGATE_DEB_HEADER_DEPENDS}")
+      "${LAYERGATE_DEB_LLVM_DEPENDS}libz3-4, libtree-sitter0, libfmt9, libstdc++6, libgcc-s1, libc6, ${LAYERGATE_DEB_HEADER_DEPENDS}")
 endif()
 set(CPACK_GENERATOR DEB)
 include(CPack)

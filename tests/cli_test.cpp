@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "CliRunner.h"
@@ -541,5 +542,34 @@ TEST(Cli, TheCellAxesAreTheTargetsDeclaredVariablesWhateverTheirNames) {
   EXPECT_EQ(none.status, 2) << none.out;
   EXPECT_EQ(lines(none.err), 1) << none.err;
   EXPECT_NE(none.err.find("target custom-allreduce declares no configuration variables"), std::string::npos) << none.err;
+  fs::remove_all(dir);
+}
+
+// --time-trace FILE: a Chrome trace of the run, layergate's phases with
+// clang's own inside them, one track per thread; the report is unchanged.
+TEST(Cli, TimeTraceWritesAChromeTraceWithClangsPhasesInside) {
+  fs::path dir = fs::temp_directory_path() / ("lg_trace_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  fs::path file = dir / "trace.json";
+  std::string args = check("seed-force-pcie/custom_all_reduce.py", "seed-force-pcie/custom_all_reduce.cuh", "--format json");
+  CliRun plain = layergate(args);
+  CliRun traced = layergate(args + " --time-trace " + quote(file.string()));
+  EXPECT_EQ(traced.status, plain.status) << traced.err;
+  EXPECT_EQ(traced.out, plain.out);
+  json t = json::parse(slurp(file));
+  std::map<std::string, int> names;
+  std::set<long> threads;
+  for (const auto& e : t.at("traceEvents")) {
+    if (e.value("ph", "") != "X") continue;
+    names[e.at("name").get<std::string>()]++;
+    threads.insert(e.at("tid").get<long>());
+  }
+  for (const char* phase : {"Python frontend", "C++ frontend", "Parse and walk", "Frontend", "Solver", "Matrix"})
+    EXPECT_GT(names[phase], 0) << phase;
+  EXPECT_GE(threads.size(), 2u);  // the parse runs on a thread of its own
+  CliRun bad = layergate(args + " --time-trace " + quote((dir / "no" / "such" / "trace.json").string()));
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_EQ(lines(bad.err), 1) << bad.err;
+  EXPECT_NE(bad.err.find("cannot write the time trace"), std::string::npos) << bad.err;
   fs::remove_all(dir);
 }

@@ -12,6 +12,7 @@
 #include "discover/Discover.h"
 #include "fix/Fix.h"
 #include "jobs/Jobs.h"
+#include "jobs/Trace.h"
 #include "link/CppChecks.h"
 #include "link/WorldSize.h"
 #include "link/Link.h"
@@ -186,10 +187,12 @@ report::Result analyse(const Request& req) {
   std::vector<python::SourceFile> sources;
   jobs::forEach(2, [&](std::size_t side) {
     if (side == 0) {
+      trace::Scope scope("Python frontend", req.python_files.front());
       for (const auto& path : req.python_files) sources.push_back({path, readSource(path, req.max_file_bytes)});
       r.gate = python::extractGate(sources, tgt.python, limits);
       return;
     }
+    trace::Scope scope("C++ frontend", req.cpp_files.front());
     for (const auto& path : req.cpp_files) readSource(path, req.max_file_bytes);  // existence, size
     cpp::ParseOptions cpp_options = req.cpp;
     cpp_options.max_depth = req.max_depth;
@@ -198,7 +201,10 @@ report::Result analyse(const Request& req) {
   if (!tgt.roles.cells()) {
     // A family described as data: the regions of its variables' product.
     r.variables = tgt.variables;
-    r.space = solve::solveSpace(r.gate, r.dispatch, tgt.variables, req.solve);
+    {
+      trace::Scope scope("Regions");
+      r.space = solve::solveSpace(r.gate, r.dispatch, tgt.variables, req.solve);
+    }
     r.findings = checks::spaceFindings(r.gate, r.dispatch, *r.space);
     if (req.strict)
       for (auto& f : r.findings)
@@ -221,11 +227,13 @@ report::Result analyse(const Request& req) {
   SelectionLayer sel;
   jobs::forEach(2, [&](std::size_t part) {
     if (part == 1) {
+      trace::Scope scope("Selection layer");
       sel = selectionLayer(sources, tgt.python, limits, cell_options);
       return;
     }
     // Follow the flag across the boundary; the C++ side of the flag is then
     // the value Python passes, not the hardware probe.
+    std::optional<trace::Scope> phase(std::in_place, "Link");
     link::FlagLink flag = link::traceFlag(r.gate, r.dispatch, tgt.roles.link);
     r.trace = flag.hops;
     for (auto& v : link::traceValues(r.gate, r.dispatch, tgt.cpp.members))
@@ -248,6 +256,7 @@ report::Result analyse(const Request& req) {
     // The world size C++ receives, when it is not the group's size (a gate that
     // hands C++ a per-node slice of its handles).
     link::WorldSizeLink ws = link::traceWorldSize(r.gate, r.dispatch, tgt.cpp.members, tgt.roles.ranks);
+    phase.emplace("Solver");
     solve::Solver solver(r.gate, r.dispatch, cell_options, flag.value, ws.value);
     // Said only where it differs from the group's size in some admitted configuration.
     if (ws.value &&
@@ -256,6 +265,7 @@ report::Result analyse(const Request& req) {
       r.dispatch.notes.push_back("the C++ world size is " + std::string(ws.length ? "the length of " : "") + "`" + ws.text +
                                  "` (" + ws.at.file + ":" + std::to_string(ws.at.line) +
                                  "), as the gate computes it, not the group's size");
+    phase.emplace("Checks");
     checks::CheckContext ctx{r.gate, r.dispatch, solver, flag.member.empty() ? nullptr : &flag};
     r.findings = checks::runChecks(ctx);
     for (const auto& u : r.gate.unchecked)
@@ -263,6 +273,7 @@ report::Result analyse(const Request& req) {
     if (req.strict)
       for (auto& f : r.findings)
         if (f.rule == "LG008") f.severity = model::Severity::Error;
+    phase.emplace("Matrix");
     r.matrix = solver.matrix();
     markRoutes(r, solver, tgt.roles);
     if (req.want_examples && req.want_examples(r.gate, r.dispatch))
@@ -275,6 +286,7 @@ report::Result analyse(const Request& req) {
         }
       }
   });
+  trace::Scope finishing("Findings");
   if (!sel.note.empty()) r.gate.notes.push_back(sel.note);
   r.selection = std::move(sel.selection);
   r.selection_cells = std::move(sel.cells);

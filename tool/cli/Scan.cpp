@@ -6,12 +6,14 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "jobs/Jobs.h"
+#include "jobs/Trace.h"
 #include "model/Errors.h"
 #include "solve/Solver.h"
 #include "target/Chains.h"
@@ -128,7 +130,15 @@ ScanResult scan(const ScanRequest& req) {
   // Z3's first context in a process costs as much as a small analysis: made
   // on a thread of its own while the checkout is searched (one core works).
   std::thread warm;
-  if (jobs::limit() > 1) warm = std::thread(solve::warmUp);
+  if (jobs::limit() > 1)
+    warm = std::thread([] {
+      trace::threadBegin();
+      {
+        trace::Scope scope("Z3 warm-up");
+        solve::warmUp();
+      }
+      trace::threadEnd();
+    });
   struct Join {
     std::thread& t;
     ~Join() {
@@ -136,6 +146,7 @@ ScanResult scan(const ScanRequest& req) {
     }
   } join_warm{warm};
   discover::Result found;
+  std::optional<trace::Scope> discovering(std::in_place, "Discover", req.root);
   if (!req.base.target.empty()) {
     // --target NAME: that target's own layout if it matches, else every gate
     // the other descriptions find, analysed with NAME's description.
@@ -152,6 +163,7 @@ ScanResult scan(const ScanRequest& req) {
     discover::requireUnits(found, targets, req.root);
   }
 
+  discovering.reset();
   ScanResult out;
   out.notes = found.notes;
   Request base = req.base;
@@ -186,6 +198,7 @@ ScanResult scan(const ScanRequest& req) {
     r.python_files = u.python_files;
     r.cpp_files = u.cpp_files;
     r.chain_by_content = u.chain_by_content;
+    trace::Scope scope("Analysis", u.target);
     try {
       report::Result res = analyse(r);
       sortFindings(res.findings);
@@ -228,6 +241,7 @@ ScanResult scan(const ScanRequest& req) {
     throw InputError(fmt::format("{}: no {} gate found (--platform {}), only {}", req.root, req.platform, req.platform, others));
   }
   if (out.results.empty()) throw InputError(first_error);
+  trace::Scope chains("Selection chains");
   try {
     std::map<std::string, std::string> platform_of;
     for (const auto& t : targets) platform_of[t.name] = t.platform;

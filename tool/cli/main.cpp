@@ -23,6 +23,7 @@
 #include "cli/Scan.h"
 #include "config/Config.h"
 #include "jobs/Jobs.h"
+#include "jobs/Trace.h"
 #include "model/Errors.h"
 #include "report/Baseline.h"
 #include "report/Report.h"
@@ -312,6 +313,11 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   check->add_option("--target", ca.req.target,
                     "Target description to use (see 'layergate targets'); with a directory, analyse every gate found with it");
+  std::string time_trace;
+  check->add_option("--time-trace", time_trace,
+                    "Write where the run's time went to FILE: a Chrome trace (Perfetto, chrome://tracing), one track "
+                    "per thread, clang's own phases included")
+      ->type_name("FILE");
   unsigned jobs_n = 0;
   check->add_option("--jobs,-j", jobs_n,
                     "Analyses, and the C++ parses inside each, run at once (default: the number of CPUs; 1: one after another)")
@@ -446,7 +452,11 @@ int main(int argc, char** argv) {
       if (given("--strict")) ov.strict = true;
       if (given("--rules")) ov.rules_dir = rules_dir;
       ca.command = driver::commandLine(argc, argv);
-      return runCheck(ca);
+      if (given("--time-trace")) trace::start();
+      int status = runCheck(ca);
+      if (std::string why; !trace::finish(time_trace, &why))
+        throw InputError(time_trace + ": cannot write the time trace: " + why);
+      return status;
     }
     if (*st) {
       so.self_exe = argv[0];

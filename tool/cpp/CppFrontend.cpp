@@ -34,6 +34,7 @@
 #include "cpp/CppFrontendImpl.h"
 #include "cpp/DispatchWalker.h"
 #include "jobs/Jobs.h"
+#include "jobs/Trace.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -385,7 +386,9 @@ FileParse parseFile(const std::string& path, const std::vector<std::string>& inp
   std::exception_ptr err;
   llvm::thread worker(std::optional<unsigned>(512u << 20), [&] {
     clang::noteBottomOfStack();
+    trace::threadBegin();
     try {
+      trace::Scope scope(want_dispatch ? "Parse and walk" : "Parse for trace facts", path);
       std::string pch = preludePch(options, paths::stubDir());
       p = parseOne(path, inputs, spec, options, pch, want_dispatch);
       if (!pch.empty() && p.fatal) {
@@ -397,6 +400,7 @@ FileParse parseFile(const std::string& path, const std::vector<std::string>& inp
     } catch (...) {
       err = std::current_exception();
     }
+    trace::threadEnd();
   });
   worker.join();
   if (err) std::rethrow_exception(err);
@@ -568,11 +572,13 @@ model::Dispatch extractDispatch(const std::vector<std::string>& files, const tar
   std::exception_ptr err;
   llvm::thread worker(std::optional<unsigned>(512u << 20), [&] {
     clang::noteBottomOfStack();
+    trace::threadBegin();
     try {
       out = detail::parse::extractImpl(files, spec, options);
     } catch (...) {
       err = std::current_exception();
     }
+    trace::threadEnd();
   });
   worker.join();
   if (err) std::rethrow_exception(err);

@@ -1,5 +1,7 @@
 #include "jobs/Jobs.h"
 
+#include "jobs/Trace.h"
+
 #include <sched.h>
 
 #include <algorithm>
@@ -100,7 +102,9 @@ void forEach(std::size_t n, const std::function<void(std::size_t)>& f) {
   try {
     for (unsigned t = 0; t < extra; ++t)
       threads.emplace_back([&] {
+        trace::threadBegin();
         work();
+        trace::threadEnd();
         give(1);
       });
   } catch (const std::system_error&) {  // no more threads: the caller does the rest

@@ -1,5 +1,7 @@
 #include "python/Parse.h"
 
+#include "jobs/Trace.h"
+
 #include <mutex>
 #include <unordered_map>
 
@@ -40,6 +42,7 @@ TSTree* parsePython(const std::string& text) {
     auto it = c.trees.find(text);
     if (it != c.trees.end()) return ts_tree_copy(it->second);
   }
+  trace::Scope scope("Parse Python", std::to_string(text.size()) + " bytes");
   TSParser* parser = ts_parser_new();
   ts_parser_set_language(parser, tree_sitter_python());
   TSTree* tree = ts_parser_parse_string(parser, nullptr, text.data(), static_cast<uint32_t>(text.size()));

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "jobs/Trace.h"
 #include "model/Errors.h"
 #include "python/Parse.h"
 
@@ -120,6 +121,7 @@ Walker::Resolved Walker::resolveIn(Module* m, const std::vector<std::string>& re
 // name of it is first needed; what it records counts only if the gate uses it.
 void Walker::ensureWalked(Module* m) {
   if (!m || m->walked) return;
+  trace::Scope scope("Walk module", m->file->path);
   m->walked = 1;
   Module* saved = cur_;
   bool collecting = collecting_patches_;
@@ -327,6 +329,7 @@ void Walker::followImports() {
       std::error_code ec;
       auto size = std::filesystem::file_size(path, ec);
       if (ec || size > limits_.max_bytes) continue;
+      trace::Scope scope("Import", path);
       std::ifstream in(path, std::ios::binary);
       if (!in) continue;
       std::ostringstream ss;

@@ -6,10 +6,12 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "jobs/Trace.h"
 #include "model/Errors.h"
 
 namespace layergate::python::detail {
@@ -351,6 +353,7 @@ model::Gate Walker::run() {
       note(m->file->path + ": not valid Python 3 as far as tree-sitter can tell; read as far as it parses");
 
   // Every file's imports, functions and classes; then the op wrappers.
+  std::optional<trace::Scope> phase(std::in_place, "Follow imports");
   for (auto& m : mods_) collectDecls(*m);
   followImports();
   // Op wrappers, then wrappers of wrappers (a pass per level of the chain).
@@ -362,6 +365,7 @@ model::Gate Walker::run() {
 
   // Monkeypatched probes: the other files' bodies first, then the gate
   // module's body (walked below as before), then functions that patch.
+  phase.emplace("Walk gate");
   collecting_patches_ = true;
   for (auto& m : mods_)
     if (m.get() != gate_mod_ && !m->from_disk && hasPatchSite(m->root)) ensureWalked(m.get());
