@@ -569,6 +569,31 @@ struct CustomAllreduce {
   EXPECT_EQ(l.text, "if (world_size_ == 2) has no else");
 }
 
+// A real build's torch headers bring the standard library's vocabulary types
+// with them; the torch stubs do not, so the prelude does: a dispatch header
+// that uses std::optional, std::variant or std::span without including them
+// parses without a clang error, as it builds.
+TEST(CppFrontend, StandardVocabularyTypesNeedNoInclude) {
+  std::string dir = tempDir();
+  std::string src = std::string(kPrologue) + kKernels + R"(
+struct CustomAllreduce {
+  int world_size_;
+  bool full_nvlink_;
+  std::optional<int> block_limit_;
+  std::variant<int, bool> mode_;
+  std::string_view name_;
+  template <typename T> void allreduce(cudaStream_t stream, T* out) {
+    if (world_size_ == 2) cross_device_reduce_1stage<T, 2><<<1, 1, 0, stream>>>(nullptr, {}, nullptr, out, 0, 0);
+  }
+};
+)";
+  std::string path = writeFile(dir, "x.cuh", src);
+  m::Dispatch d = lg::cpp::extractDispatch({path}, spec());
+  SCOPED_TRACE(dump(d));
+  for (const auto& n : d.notes) EXPECT_EQ(n.find("clang error"), std::string::npos) << n;
+  EXPECT_EQ(theLeaf(d, base().ws(2).nvl(false).bytes(1)).kind, m::LeafKind::Launch);
+}
+
 TEST(CppFrontend, BadInputs) {
   std::string dir = tempDir();
   auto expectInputError = [](const std::vector<std::string>& files, const std::string& start,
