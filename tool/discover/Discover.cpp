@@ -10,10 +10,13 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <regex>
 #include <set>
 #include <sstream>
+#include <string_view>
 
+#include "jobs/Trace.h"
 #include "model/Errors.h"
 
 #include "python/PythonFrontend.h"
@@ -280,12 +283,16 @@ void walk(const std::string& root, const Options& o, const NameFilter& keep, Res
 }
 
 
+// At most max_bytes of the file (a buffer of the file's size, not of the
+// bound: zeroing megabytes per file cost more than reading it).
 std::string readText(const std::string& path, std::size_t max_bytes = 8u << 20) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return {};
-  std::string s(max_bytes, '\0');
-  in.read(&s[0], static_cast<std::streamsize>(max_bytes));
-  s.resize(static_cast<std::size_t>(in.gcount()));
+  std::string s;
+  char buf[1 << 16];
+  while (s.size() < max_bytes && in.read(buf, static_cast<std::streamsize>(std::min(sizeof buf, max_bytes - s.size())))
+                                     .gcount() > 0)
+    s.append(buf, static_cast<std::size_t>(in.gcount()));
   return s;
 }
 
@@ -556,7 +563,25 @@ bool isSkippedDirName(const std::string& name) {
   return dot != std::string::npos && dot + 9 == name.size();
 }
 
+// The last component of a path as split() gives it (trailing slashes dropped).
+std::string_view lastOf(std::string_view p) {
+  while (!p.empty() && p.back() == '/') p.remove_suffix(1);
+  auto at = p.rfind('/');
+  return at == std::string_view::npos ? p : p.substr(at + 1);
+}
+
 bool matchSuffix(const std::string& pattern, const std::string& path, std::string* prefix) {
+  // Most pairs differ in their last components: said without splitting
+  // either (a scan tries every candidate against every target's patterns).
+  std::string_view pl = lastOf(pattern), xl = lastOf(path);
+  if (pl.empty() || xl.empty()) return false;
+  if (pl != "**") {
+    if (pl.find_first_of("*?[\\") == std::string_view::npos) {
+      if (pl != xl) return false;
+    } else if (fnmatch(std::string(pl).c_str(), std::string(xl).c_str(), 0) != 0) {
+      return false;
+    }
+  }
   auto pc = split(pattern), xc = split(path);
   if (pc.empty()) return false;
   // The longest match wins (the shortest prefix), so a "**" pattern names
@@ -628,8 +653,10 @@ Result discover(const std::string& root, const std::vector<target::Target>& targ
   if (!S_ISDIR(st.st_mode)) throw InputError(root + ": not a directory");
   Result r;
   r.root = root;
+  std::optional<trace::Scope> phase(std::in_place, "Walk the tree");
   walk(root, options, filterFor(targets), r, r.candidates);
   std::sort(r.candidates.begin(), r.candidates.end());
+  phase.emplace("Read the candidates", std::to_string(r.candidates.size()) + " files");
 
   // Read each gate or dispatch candidate once: a file takes a target's role
   // only when it defines one of that target's classes.
@@ -639,12 +666,15 @@ Result discover(const std::string& root, const std::vector<target::Target>& targ
     cppFunctions.insert(t.cpp.dispatch_functions.begin(), t.cpp.dispatch_functions.end());
   }
   std::map<std::string, FileFacts> py, cc, ported;  // ported: another dispatch extension
+  std::vector<std::vector<std::string>> variants;
+  for (const auto& t : targets) variants.push_back(extensionVariants(t.discovery.cpp_paths));
   for (const auto& f : r.candidates) {
     bool isPy = false, isCc = false, isPort = false;
-    for (const auto& t : targets) {
+    for (std::size_t k = 0; k < targets.size(); ++k) {
+      const auto& t = targets[k];
       isPy = isPy || matchesAny(t.discovery.python_paths, f);
       isCc = isCc || matchesAny(t.discovery.cpp_paths, f);
-      isPort = isPort || matchesAny(extensionVariants(t.discovery.cpp_paths), f);
+      isPort = isPort || matchesAny(variants[k], f);
     }
     if (isPy) py[f] = pythonFacts(readText(root + "/" + f));
     if (isCc) cc[f] = cppFacts(readText(root + "/" + f), cppClasses);
@@ -678,7 +708,9 @@ Result discover(const std::string& root, const std::vector<target::Target>& targ
     }
     return defines(it->second, python ? t.python.class_names : t.cpp.class_names);
   };
+  phase.emplace("Match the layouts");
   r.units = match(r.candidates, targets, accept);
+  phase.emplace("Follow the chains");
   // A layout no description names (the fallback): the rest of the flag's
   // chain is found by content beside the dispatch header, since no layout
   // lists it: the C++ sources there that construct the dispatch class (the
