@@ -10,6 +10,7 @@
 
 #include <tree_sitter/api.h>
 
+#include <optional>
 #include <string>
 
 namespace layergate::python {
@@ -17,5 +18,12 @@ namespace layergate::python {
 // The tree of text, or null when tree-sitter gives none; the caller deletes
 // it (ts_tree_delete).
 TSTree* parsePython(const std::string& text);
+
+// A whole-tree check's verdict on a text (the walker's syntax check: where
+// the first construct it refuses starts, or that there is none), kept with
+// the text's tree so that the check walks each text once per run; nothing
+// when the text was not checked (or not parsed) yet.
+std::optional<long> syntaxVerdict(const std::string& text);
+void rememberSyntaxVerdict(const std::string& text, long verdict);
 
 }  // namespace layergate::python

@@ -337,7 +337,7 @@ void Walker::followImports() {
       disk_files_.push_back(std::make_unique<SourceFile>(SourceFile{path, ss.str()}));
       Module* m = addModule(*disk_files_.back(), true);
       try {
-        checkSyntax(m->root);
+        checkSyntax(*m);
       } catch (const InputError&) {
         m->syntax_ok = false;
       }

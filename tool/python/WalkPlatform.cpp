@@ -55,7 +55,7 @@ Module* Walker::diskModule(const std::string& path) {
   disk_files_.push_back(std::make_unique<SourceFile>(SourceFile{norm, ss.str()}));
   Module* m = addModule(*disk_files_.back(), true);
   try {
-    checkSyntax(m->root);
+    checkSyntax(*m);
   } catch (const InputError&) {
     m->syntax_ok = false;
     return nullptr;

@@ -16,7 +16,7 @@ namespace layergate::python::detail {
 const FuncInfo* Walker::setupFunction(const std::vector<std::string>& names, std::string& fname) {
   const FuncInfo* fi = nullptr;
   for (auto& m : mods_) {
-    checkSyntax(m->root);
+    checkSyntax(*m);
     collectDecls(*m);
   }
   for (auto& m : mods_) {

@@ -13,6 +13,7 @@
 
 #include "jobs/Trace.h"
 #include "model/Errors.h"
+#include "python/Parse.h"
 
 namespace layergate::python::detail {
 
@@ -212,7 +213,23 @@ void checkBytes(const SourceFile& f, const Limits& limits) {
 
 }  // namespace
 
-void Walker::checkSyntax(TSNode root) {
+void Walker::checkSyntax(const Module& m) {
+  // A text is walked once per run: its verdict (where the refused construct
+  // starts) is kept with its parse.
+  constexpr long kClean = -1;
+  std::optional<long> known = syntaxVerdict(m.file->text);
+  if (!known) {
+    TSNode bad = firstRefused(m.root);
+    TSPoint p = ts_node_start_point(bad);
+    known = ts_node_is_null(bad) ? kClean : (static_cast<long>(p.row) << 32) | static_cast<long>(p.column);
+    rememberSyntaxVerdict(m.file->text, *known);
+  }
+  if (*known == kClean) return;
+  throw InputError(m.file->path + ":" + std::to_string((*known >> 32) + 1) + ":" +
+                   std::to_string((*known & 0xffffffffL) + 1) + ": syntax error: not valid Python 3");
+}
+
+TSNode Walker::firstRefused(TSNode root) {
   // Iterative pre-order walk: the first error, or a Python 2 construct that
   // the grammar still accepts (print/exec statements, `<>`, `except X, e`).
   TSTreeCursor c = ts_tree_cursor_new(root);
@@ -244,8 +261,8 @@ void Walker::checkSyntax(TSNode root) {
     if (!moved) break;
   }
   ts_tree_cursor_delete(&c);
-  if (!ts_node_is_null(bad)) fail(bad, "syntax error: not valid Python 3");
-  if (has_error) fail(root, "syntax error: not valid Python 3");
+  if (ts_node_is_null(bad) && has_error) bad = root;
+  return bad;
 }
 
 std::vector<TSNode> Walker::findClasses(TSNode root, const std::string& name) {
@@ -304,7 +321,7 @@ model::Gate Walker::run() {
   for (auto& m : mods_) {
     std::string err;
     try {
-      checkSyntax(m->root);
+      checkSyntax(*m);
     } catch (const InputError& e) {
       m->syntax_ok = false;
       err = e.what();
@@ -341,7 +358,7 @@ model::Gate Walker::run() {
   for (auto& m : mods_) {
     if (after) {
       try {
-        checkSyntax(m->root);
+        checkSyntax(*m);
       } catch (const InputError&) {
         m->syntax_ok = false;
       }

@@ -432,7 +432,10 @@ class Walker {
 
   // --- structure ----------------------------------------------------------------
   void pruneTentative();
-  void checkSyntax(TSNode root);
+  // Throws at the first construct the walker refuses in m (a syntax error,
+  // or Python 2 that the grammar still accepts).
+  void checkSyntax(const Module& m);
+  static TSNode firstRefused(TSNode root);  // null: none
   std::vector<TSNode> findClasses(TSNode root, const std::string& name);
   TSNode findEnabling(TSNode fn);
 
