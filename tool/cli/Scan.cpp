@@ -7,7 +7,6 @@
 #include <cstring>
 #include <filesystem>
 #include <optional>
-#include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -15,7 +14,6 @@
 #include "jobs/Jobs.h"
 #include "jobs/Trace.h"
 #include "model/Errors.h"
-#include "solve/Solver.h"
 #include "target/Chains.h"
 
 namespace layergate::driver {
@@ -127,24 +125,6 @@ ScanResult scan(const ScanRequest& req) {
     std::string root = req.root;
     dopt.exclude = [settings, root](const std::string& rel) { return settings->excluded(root + "/" + rel); };
   }
-  // Z3's first context in a process costs as much as a small analysis: made
-  // on a thread of its own while the checkout is searched (one core works).
-  std::thread warm;
-  if (jobs::limit() > 1)
-    warm = std::thread([] {
-      trace::threadBegin();
-      {
-        trace::Scope scope("Z3 warm-up");
-        solve::warmUp();
-      }
-      trace::threadEnd();
-    });
-  struct Join {
-    std::thread& t;
-    ~Join() {
-      if (t.joinable()) t.join();
-    }
-  } join_warm{warm};
   discover::Result found;
   std::optional<trace::Scope> discovering(std::in_place, "Discover", req.root);
   if (!req.base.target.empty()) {
@@ -182,7 +162,6 @@ ScanResult scan(const ScanRequest& req) {
       runs.push_back(i);
   }
 
-  if (warm.joinable()) warm.join();
   // The analyses, side by side (jobs::limit() at once; each has its own
   // parses, Z3 context and results), each with its routes; merged below in
   // discovery order, so the output is the same as one after another.

@@ -448,17 +448,4 @@ std::optional<Gap> Solver::computeGap(const Cell& c, GapKind kind) {
   return g;
 }
 
-void warmUp() {
-  try {
-    z3::context c;
-    z3::solver s(c);
-    z3::expr x = c.int_const("x");
-    s.add(x > 1 && x < 3);
-    (void)s.check();
-  } catch (...) {
-    // Only a head start: the analyses make their own contexts and say
-    // what goes wrong there.
-  }
-}
-
 }  // namespace layergate::solve

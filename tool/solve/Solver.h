@@ -221,9 +221,5 @@ class UndecidedError : public std::runtime_error {
 
 std::string describeEnv(const std::vector<std::pair<std::string, std::optional<std::string>>>& env);
 
-// Makes and drops one Z3 context and answers one query: what a process pays
-// once for its first context (Z3's code and heap pages), paid where it costs
-// nothing (a thread of its own while the checkout is searched).
-void warmUp();
 
 }  // namespace layergate::solve
