@@ -10,6 +10,9 @@
 #include <bit>
 #include <cassert>
 #include <cfloat>
+#include <chrono>
+#include <climits>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -23,8 +26,11 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <numeric>
 #include <optional>
 #include <ostream>
+#include <queue>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <string>
