@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <mutex>
 #include <set>
 #include <stdexcept>
@@ -39,18 +40,51 @@ TEST(Jobs, TheLowestIndexErrorIsRethrownAfterAllRan) {
 
 TEST(Jobs, NestedCallsFinishWithinTheBudget) {
   jobs::setLimit(2);
-  std::atomic<int> inner{0};
-  std::mutex m;
-  std::set<std::thread::id> threads;
+  std::atomic<int> inner{0}, running{0}, most{0};
   jobs::forEach(4, [&](std::size_t) {
     jobs::forEach(4, [&](std::size_t) {
+      int now = ++running;
+      for (int seen = most.load(); now > seen && !most.compare_exchange_weak(seen, now);) {
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
       ++inner;
-      std::lock_guard<std::mutex> lock(m);
-      threads.insert(std::this_thread::get_id());
+      --running;
     });
   });
   EXPECT_EQ(inner.load(), 16);
-  EXPECT_LE(threads.size(), 2u);
+  EXPECT_LE(most.load(), 2);
+}
+
+// The caller's own call is short, its helper's long: the caller, out of
+// calls to make, waits, and lends its place to the calls nested in the
+// helper's, which then run side by side.
+TEST(Jobs, AWaitingCallerLendsItsPlaceToNestedCalls) {
+  jobs::setLimit(2);
+  const auto caller = std::this_thread::get_id();
+  std::atomic<int> claimed{0}, running{0}, most{0};
+  std::mutex m;
+  std::set<std::thread::id> inner_threads;
+  jobs::forEach(2, [&](std::size_t) {
+    ++claimed;
+    if (std::this_thread::get_id() == caller) {
+      // Short: done once the helper has the other call.
+      for (int i = 0; i < 2000 && claimed.load() < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the caller is waiting by now
+    jobs::forEach(2, [&](std::size_t) {
+      int now = ++running;
+      for (int seen = most.load(); now > seen && !most.compare_exchange_weak(seen, now);) {
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      --running;
+      std::lock_guard<std::mutex> lock(m);
+      inner_threads.insert(std::this_thread::get_id());
+    });
+  });
+  EXPECT_EQ(claimed.load(), 2);
+  EXPECT_EQ(inner_threads.size(), 2u);
+  EXPECT_EQ(most.load(), 2);
 }
 
 TEST(Jobs, ABudgetOfOneRunsEverythingOnTheCaller) {

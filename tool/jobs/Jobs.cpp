@@ -16,11 +16,13 @@
 namespace layergate::jobs {
 namespace {
 
-// Threads handed out beyond the callers' own.
+// Threads handed out beyond the callers' own. A caller waiting for its
+// helpers gives its own place back while it waits (lent may then go below
+// zero), so that the work nested in those helpers can use it.
 struct Budget {
   std::mutex m;
   unsigned limit = 0;  // 0: not set yet (available())
-  unsigned lent = 0;
+  long lent = 0;
 };
 
 Budget& budget() {
@@ -31,14 +33,14 @@ Budget& budget() {
 unsigned take(unsigned want) {
   Budget& b = budget();
   std::lock_guard<std::mutex> lock(b.m);
-  unsigned total = b.limit ? b.limit : available();
-  unsigned spare = total > 1 + b.lent ? total - 1 - b.lent : 0;
-  unsigned got = std::min(want, spare);
+  long total = b.limit ? b.limit : available();
+  long spare = std::max(0L, total - 1 - b.lent);
+  unsigned got = static_cast<unsigned>(std::min<long>(want, spare));
   b.lent += got;
   return got;
 }
 
-void give(unsigned n) {
+void give(long n) {
   Budget& b = budget();
   std::lock_guard<std::mutex> lock(b.m);
   b.lent -= n;
@@ -81,37 +83,50 @@ void forEach(std::size_t n, const std::function<void(std::size_t)>& f) {
   if (n == 0) return;
   std::vector<std::exception_ptr> errors(n);
   std::atomic<std::size_t> next{0};
-  auto work = [&] {
-    for (std::size_t i = next++; i < n; i = next++) {
+  auto run = [&](std::size_t i) {
+    try {
+      f(i);
+    } catch (...) {
+      errors[i] = std::current_exception();
+    }
+  };
+  std::vector<std::thread> threads;
+  // Helpers, only ever started by the caller: each goes back to the budget
+  // as soon as it runs out of calls, for the other callers (a long
+  // analysis's parses) to take.
+  auto hire = [&](unsigned k) {
+    if (k == 0) return;
+    static const bool filled = (fillNarrowCache(), true);
+    (void)filled;
+    for (unsigned t = 0; t < k; ++t) {
       try {
-        f(i);
-      } catch (...) {
-        errors[i] = std::current_exception();
+        threads.emplace_back([&] {
+          trace::threadBegin();
+          for (std::size_t i = next++; i < n; i = next++) run(i);
+          trace::threadEnd();
+          give(1);
+        });
+      } catch (const std::system_error&) {  // no more threads: the caller does the rest
+        give(k - t);
+        return;
       }
     }
   };
-  unsigned extra = n > 1 ? take(static_cast<unsigned>(std::min<std::size_t>(n - 1, 1024))) : 0;
-  if (extra > 0) {
-    static const bool filled = (fillNarrowCache(), true);
-    (void)filled;
+  hire(n > 1 ? take(static_cast<unsigned>(std::min<std::size_t>(n - 1, 1024))) : 0);
+  for (std::size_t i = next++; i < n; i = next++) {
+    // A place freed since (another caller waiting, a helper elsewhere done):
+    // a helper for the calls not begun yet.
+    if (next.load() < n && threads.size() < n - 1) hire(take(1));
+    run(i);
   }
-  std::vector<std::thread> threads;
-  threads.reserve(extra);
-  // Each extra thread goes back to the budget as soon as it runs out of
-  // work, for the other callers (a long analysis's parses) to take.
-  try {
-    for (unsigned t = 0; t < extra; ++t)
-      threads.emplace_back([&] {
-        trace::threadBegin();
-        work();
-        trace::threadEnd();
-        give(1);
-      });
-  } catch (const std::system_error&) {  // no more threads: the caller does the rest
-    give(extra - static_cast<unsigned>(threads.size()));
+  // Nothing left to hand out: while the helpers finish their last calls, the
+  // caller's place is theirs (an analysis waiting for its C++ side lets that
+  // side's parses run side by side).
+  if (!threads.empty()) {
+    give(1);
+    for (auto& t : threads) t.join();
+    give(-1);
   }
-  work();
-  for (auto& t : threads) t.join();
   for (auto& e : errors)
     if (e) std::rethrow_exception(e);
 }

@@ -4,7 +4,8 @@
 //
 // The budget is N threads at once, the calling thread included. forEach never
 // waits for a free thread: what it cannot hand out it runs on the caller, so
-// nested calls cannot deadlock.
+// nested calls cannot deadlock. A caller that has run out of calls to make
+// and waits for its helpers lends its own place to the calls nested in them.
 #pragma once
 
 #include <cstddef>
