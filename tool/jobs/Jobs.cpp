@@ -1,7 +1,5 @@
 #include "jobs/Jobs.h"
 
-#include "jobs/Trace.h"
-
 #include <sched.h>
 
 #include <algorithm>
@@ -12,6 +10,8 @@
 #include <system_error>
 #include <thread>
 #include <vector>
+
+#include "jobs/Trace.h"
 
 namespace layergate::jobs {
 namespace {
