@@ -19,8 +19,6 @@ void start(unsigned granularity_us) {
   threadBegin();
 }
 
-bool on() { return g_on; }
-
 void threadBegin() {
   if (g_on && !llvm::getTimeTraceProfilerInstance()) llvm::timeTraceProfilerInitialize(g_granularity, "layergate");
 }

@@ -13,7 +13,6 @@ namespace layergate::trace {
 // Turns the profiler on for this thread and for every thread the job budget
 // starts from now on. Events shorter than granularity_us are left out.
 void start(unsigned granularity_us = 500);
-bool on();
 
 // Writes what was recorded to path and turns the profiler off. A file that
 // cannot be written: false, with the reason in *error.

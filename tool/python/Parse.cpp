@@ -1,10 +1,10 @@
 #include "python/Parse.h"
 
-#include "jobs/Trace.h"
-
 #include <mutex>
 #include <optional>
 #include <unordered_map>
+
+#include "jobs/Trace.h"
 
 extern "C" const TSLanguage* tree_sitter_python();
 

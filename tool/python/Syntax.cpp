@@ -34,7 +34,7 @@ bool isExtra(TSNode n) {
   if (ts_node_is_null(n)) return false;
   static const Extras extras(ts_tree_language(n.tree));
   TSSymbol s = ts_node_symbol(n);
-  return s < extras.is_extra.size() ? extras.is_extra[s] : is(n, "comment") || is(n, "line_continuation");
+  return s < extras.is_extra.size() && extras.is_extra[s];
 }
 
 // Children through a cursor: ts_node_child(i) is linear in i. One cursor
