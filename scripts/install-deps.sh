@@ -9,7 +9,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 pkgs=(cmake ninja-build g++ clang-19 libclang-19-dev libclang-cpp19-dev llvm-19-dev libclang-rt-19-dev
       libtree-sitter-dev libtomlplusplus-dev nlohmann-json3-dev libz3-dev libgtest-dev libcli11-dev libfmt-dev
-      python3-jsonschema dpkg-dev libzstd-dev zlib1g-dev)
+      python3-jsonschema dpkg-dev libzstd-dev zlib1g-dev libjemalloc-dev)
 [ "${1:-}" = --build-only ] || [ -n "${LAYERGATE_BUILD_ONLY:-}" ] || pkgs+=(chromium)
 command -v npm >/dev/null 2>&1 || pkgs+=(nodejs npm)
 missing=()

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <functional>
 #include <iostream>
@@ -12,8 +13,11 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "model/Errors.h"
+#include "python/Parse.h"
 #include "target/Target.h"
 
 using namespace layergate;
@@ -1511,4 +1515,33 @@ class CustomAllreduce:
   EXPECT_EQ(ev(shot->value, cfg(2, true, 4096)).i, 1);
   EXPECT_EQ(ev(shot->value, cfg(2, true, 65536)).i, 1);
   EXPECT_EQ(ev(shot->value, cfg(2, true, 65536 + 16)).i, 2);
+}
+
+// Threads that ask for one text's tree at once get it from one parse: the
+// others wait for it rather than parse the text again.
+TEST(PythonParse, OneTextAskedForAtOnceIsParsedOnce) {
+  std::string text = "# a module read by several analyses at once\n";
+  for (int i = 0; i < 20000; ++i) text += "def f" + std::to_string(i) + "(x):\n    return x + " + std::to_string(i) + "\n";
+  constexpr int kThreads = 6;
+  std::atomic<int> ready{0};
+  std::vector<std::string> roots(kThreads);
+  std::size_t before = python::textsParsed();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      ++ready;
+      while (ready.load() < kThreads) std::this_thread::yield();
+      TSTree* tree = python::parsePython(text);
+      if (!tree) return;
+      roots[t] = ts_node_type(ts_tree_root_node(tree));
+      ts_tree_delete(tree);
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(python::textsParsed() - before, 1u);
+  for (const auto& r : roots) EXPECT_EQ(r, "module");
+  // Asked for again: served from the cache.
+  TSTree* again = python::parsePython(text);
+  ASSERT_NE(again, nullptr);
+  ts_tree_delete(again);
+  EXPECT_EQ(python::textsParsed() - before, 1u);
 }

@@ -6,7 +6,6 @@
 //   2  bad usage or bad input (one-line reason on stderr)
 //   3  internal error (a bug in layergate; please report it)
 //   4  selftest only: no CUDA GPU here, nothing to test
-#include <malloc.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -17,6 +16,7 @@
 #include <iostream>
 
 #include "checks/Check.h"
+#include "cli/Allocator.h"
 #include "cli/Analysis.h"
 #include "cli/Fixes.h"
 #include "cli/Output.h"
@@ -272,19 +272,15 @@ int runTargets(const std::string& rules_dir) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // A run allocates and frees the same large blocks again and again (a Z3
-  // context per solver, a clang AST per parse). Returned to the system, each
-  // comes back as thousands of page faults (a context: about 4,000); kept in
-  // the heap, it is reused.
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  cli::setUpAllocator();
   CLI::App app{"layergate: verifies layered gates — a Python gate that admits a fast path and the\n"
                "C++/CUDA dispatch that picks its kernel — and reports every configuration the\n"
                "gate admits but no kernel serves (first target: the custom all-reduce of SGLang and vLLM).",
                "layergate"};
   // Like clang's InstalledDir line: where this binary takes its data from.
   app.set_version_flag("--version", [] {
-    return fmt::format("layergate {}\nrules: {}\nstubs: {}", LAYERGATE_VERSION, paths::rulesDir(), paths::stubDir());
+    return fmt::format("layergate {}\nrules: {}\nstubs: {}\nallocator: {}", LAYERGATE_VERSION, paths::rulesDir(),
+                       paths::stubDir(), cli::allocatorName());
   });
   app.require_subcommand(1);
   app.footer("Exit status: 0 clean, 1 findings (see --fail-on), 2 bad usage or input, 3 internal error;\n"

@@ -10,6 +10,7 @@
 
 #include <tree_sitter/api.h>
 
+#include <cstddef>
 #include <optional>
 #include <string>
 
@@ -18,6 +19,9 @@ namespace layergate::python {
 // The tree of text, or null when tree-sitter gives none; the caller deletes
 // it (ts_tree_delete).
 TSTree* parsePython(const std::string& text);
+
+// How many texts tree-sitter parsed in this run (not served from the cache).
+std::size_t textsParsed();
 
 // A whole-tree check's verdict on a text (the walker's syntax check: where
 // the first construct it refuses starts, or that there is none), kept with
