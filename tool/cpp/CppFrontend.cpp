@@ -167,7 +167,7 @@ class Consumer : public SemaConsumer {
     if (sm.isInSystemHeader(l)) return true;
     if (fd->hasAttr<CUDAGlobalAttr>()) return true;
     if (fd->hasAttr<CUDADeviceAttr>() && !fd->hasAttr<CUDAHostAttr>()) return true;
-    return false;
+    return inSkippedFile(sm, l);
   }
 
   void HandleTranslationUnit(ASTContext& ctx) override {
@@ -296,8 +296,30 @@ class Consumer : public SemaConsumer {
   }
 
  private:
+  // In the file whose bodies another parse reads (ParseJob::skip_bodies_of).
+  bool inSkippedFile(SourceManager& sm, SourceLocation l) {
+    if (job_.skip_bodies_of.empty()) return false;
+    if (!skip_id_) {
+      auto fe = ci_.getFileManager().getOptionalFileRef(job_.skip_bodies_of);
+      if (!fe) {
+        job_.skip_bodies_of.clear();
+        return false;
+      }
+      skip_id_ = fe->getUniqueID();
+    }
+    FileID id = sm.getFileID(l);
+    if (id == last_id_) return last_skipped_;
+    OptionalFileEntryRef fe = sm.getFileEntryRefForID(id);
+    last_id_ = id;
+    last_skipped_ = fe && fe->getUniqueID() == *skip_id_;
+    return last_skipped_;
+  }
+
   ParseJob& job_;
   CompilerInstance& ci_;
+  std::optional<llvm::sys::fs::UniqueID> skip_id_;
+  FileID last_id_;
+  bool last_skipped_ = false;
   llvm::IntrusiveRefCntPtr<DeferInstantiations> defer_ = llvm::makeIntrusiveRefCnt<DeferInstantiations>();
 };
 
@@ -346,11 +368,12 @@ struct FileParse {
 
 FileParse parseOne(const std::string& path, const std::vector<std::string>& inputs,
                    const target::CppDispatchSpec& spec, const ParseOptions& options, const std::string& pch,
-                   bool want_dispatch) {
+                   bool want_dispatch, const std::string& skip_bodies_of) {
   ParseJob job;
   job.path = path;
   job.inputs = &inputs;
   job.want_dispatch = want_dispatch;
+  job.skip_bodies_of = skip_bodies_of;
   job.missing_ops = llvm::makeIntrusiveRefCnt<DeclareMissingOps>();
   job.spec = &spec;
   job.options = &options;
@@ -381,7 +404,8 @@ FileParse parseOne(const std::string& path, const std::vector<std::string>& inpu
 // with a large stack of its own: clang and the walker recurse over the
 // source's nesting, so hostile inputs end in an InputError.
 FileParse parseFile(const std::string& path, const std::vector<std::string>& inputs,
-                    const target::CppDispatchSpec& spec, const ParseOptions& options, bool want_dispatch) {
+                    const target::CppDispatchSpec& spec, const ParseOptions& options, bool want_dispatch,
+                    const std::string& skip_bodies_of = {}) {
   FileParse p;
   std::exception_ptr err;
   llvm::thread worker(std::optional<unsigned>(512u << 20), [&] {
@@ -390,12 +414,12 @@ FileParse parseFile(const std::string& path, const std::vector<std::string>& inp
     try {
       trace::Scope scope(want_dispatch ? "Parse and walk" : "Parse for trace facts", path);
       std::string pch = preludePch(options, paths::stubDir());
-      p = parseOne(path, inputs, spec, options, pch, want_dispatch);
+      p = parseOne(path, inputs, spec, options, pch, want_dispatch, skip_bodies_of);
       if (!pch.empty() && p.fatal) {
         llvm::StringRef msg(p.first_fatal);
         if (msg.contains_insensitive("precompiled") || msg.contains("PCH") || msg.contains("AST file"))
           llvm::sys::fs::remove(pch);
-        p = parseOne(path, inputs, spec, options, {}, want_dispatch);
+        p = parseOne(path, inputs, spec, options, {}, want_dispatch, skip_bodies_of);
       }
     } catch (...) {
       err = std::current_exception();
@@ -497,8 +521,12 @@ model::Dispatch extractImpl(const std::vector<std::string>& files, const target:
   // another, the dispatch walked in the first file that has it.
   preludePch(options, paths::stubDir());  // built before the parses share it
   std::vector<FileParse> parses(ranked.size());
+  // The parses for trace facts skip the bodies of the first file's functions
+  // (a .cu that includes the dispatch header): the first parse reads them,
+  // and its facts come first.
   jobs::forEach(ranked.size(), [&](std::size_t i) {
-    parses[i] = parseFile(ranked[i].second, files, spec, options, /*want_dispatch=*/i == 0);
+    parses[i] = parseFile(ranked[i].second, files, spec, options, /*want_dispatch=*/i == 0,
+                          i == 0 ? std::string() : ranked[0].second);
   });
   for (std::size_t i = 0; i < ranked.size(); ++i) {
     const std::string& f = ranked[i].second;

@@ -57,6 +57,10 @@ struct ParseJob {
   std::string path;  // as given by the caller
   const std::vector<std::string>* inputs = nullptr;  // every file the caller gave
   bool want_dispatch = true;  // false once another file gave the dispatch
+  // A file whose function bodies this parse skips: a parse of its own walks
+  // them (the dispatch header, in a parse for trace facts of a .cu that
+  // includes it). Empty: none.
+  std::string skip_bodies_of;
   llvm::IntrusiveRefCntPtr<DeclareMissingOps> missing_ops;
   const target::CppDispatchSpec* spec = nullptr;
   const ParseOptions* options = nullptr;
