@@ -16,6 +16,7 @@
 #include <sstream>
 #include <string_view>
 
+#include "jobs/Jobs.h"
 #include "jobs/Trace.h"
 #include "model/Errors.h"
 
@@ -668,7 +669,13 @@ Result discover(const std::string& root, const std::vector<target::Target>& targ
   std::map<std::string, FileFacts> py, cc, ported;  // ported: another dispatch extension
   std::vector<std::vector<std::string>> variants;
   for (const auto& t : targets) variants.push_back(extensionVariants(t.discovery.cpp_paths));
-  for (const auto& f : r.candidates) {
+  // Side by side (a Python candidate is parsed), each file's facts kept per
+  // index; the maps are filled in the candidates' order.
+  enum CppRole { kNone, kCc, kPort };
+  std::vector<std::optional<FileFacts>> py_of(r.candidates.size());
+  std::vector<std::pair<CppRole, FileFacts>> cc_of(r.candidates.size(), {kNone, FileFacts{}});
+  jobs::forEach(r.candidates.size(), [&](std::size_t i) {
+    const std::string& f = r.candidates[i];
     bool isPy = false, isCc = false, isPort = false;
     for (std::size_t k = 0; k < targets.size(); ++k) {
       const auto& t = targets[k];
@@ -676,9 +683,15 @@ Result discover(const std::string& root, const std::vector<target::Target>& targ
       isCc = isCc || matchesAny(t.discovery.cpp_paths, f);
       isPort = isPort || matchesAny(variants[k], f);
     }
-    if (isPy) py[f] = pythonFacts(readText(root + "/" + f));
-    if (isCc) cc[f] = cppFacts(readText(root + "/" + f), cppClasses);
-    else if (isPort) ported[f] = cppFacts(readText(root + "/" + f), cppClasses, cppFunctions);
+    if (isPy) py_of[i] = pythonFacts(readText(root + "/" + f));
+    if (isCc) cc_of[i] = {kCc, cppFacts(readText(root + "/" + f), cppClasses)};
+    else if (isPort) cc_of[i] = {kPort, cppFacts(readText(root + "/" + f), cppClasses, cppFunctions)};
+  });
+  for (std::size_t i = 0; i < r.candidates.size(); ++i) {
+    const std::string& f = r.candidates[i];
+    if (py_of[i]) py[f] = std::move(*py_of[i]);
+    if (cc_of[i].first == kCc) cc[f] = std::move(cc_of[i].second);
+    if (cc_of[i].first == kPort) ported[f] = std::move(cc_of[i].second);
   }
   auto defines = [](const FileFacts& facts, const std::vector<std::string>& names) {
     if (names.empty()) return true;
