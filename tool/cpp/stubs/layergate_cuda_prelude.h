@@ -188,6 +188,7 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t*, unsigned int);
 cudaError_t cudaStreamDestroy(cudaStream_t);
 cudaError_t cudaStreamSynchronize(cudaStream_t);
 cudaError_t cudaStreamIsCapturing(cudaStream_t, enum cudaStreamCaptureStatus*);
+cudaError_t cudaThreadExchangeStreamCaptureMode(enum cudaStreamCaptureMode*);
 cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned int);
 cudaError_t cudaEventCreate(cudaEvent_t*);
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t*, unsigned int);

@@ -53,7 +53,10 @@ struct TensorOptions {
   TensorOptions device(Device) const { return *this; }
   TensorOptions requires_grad(bool) const { return *this; }
 };
-struct Storage { void* data() const; };
+struct Storage {
+  void* data() const;
+  size_t nbytes() const;
+};
 class Tensor {
  public:
   void* data_ptr() const;
@@ -87,6 +90,7 @@ class Tensor {
 };
 // The device a tensor is on (ATen's device_of, found by argument lookup).
 Device device_of(const Tensor&);
+struct DeviceGuard { explicit DeviceGuard(Device); };
 }  // namespace c10
 
 namespace at {
@@ -98,6 +102,7 @@ using c10::TensorOptions;
 using c10::Half;
 using c10::BFloat16;
 using c10::Tensor;
+using c10::DeviceGuard;
 using c10::optional;
 constexpr ScalarType kByte = ScalarType::Byte;
 constexpr ScalarType kChar = ScalarType::Char;
@@ -127,6 +132,7 @@ CUDAStream getStreamFromPool(bool = false, c10::DeviceIndex = -1);
 cudaDeviceProp* getCurrentDeviceProperties();
 struct OptionalCUDAGuard { explicit OptionalCUDAGuard(c10::Device); OptionalCUDAGuard(); };
 struct CUDAGuard { explicit CUDAGuard(c10::Device); explicit CUDAGuard(c10::DeviceIndex); };
+c10::DeviceIndex current_device();
 }  // namespace cuda
 }  // namespace at
 
@@ -135,6 +141,7 @@ using at::cuda::CUDAStream;
 using at::cuda::getCurrentCUDAStream;
 using at::cuda::CUDAGuard;
 using at::cuda::OptionalCUDAGuard;
+using at::cuda::current_device;
 }}  // namespace c10::cuda
 
 namespace torch {
