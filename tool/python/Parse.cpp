@@ -66,6 +66,19 @@ TSTree* parsePython(const std::string& text) {
       c.parsed.wait(lock);
     }
   }
+  // The placeholder goes if the parse does not get to the end (an
+  // exception): waiters then parse the text themselves.
+  struct Claim {
+    Cache& c;
+    const std::string& text;
+    bool settled = false;
+    ~Claim() {
+      if (settled) return;
+      std::lock_guard<std::mutex> lock(c.mu);
+      c.trees.erase(text);
+      c.parsed.notify_all();
+    }
+  } claim{c, text};
   TSTree* tree = nullptr;
   {
     trace::Scope scope("Parse Python", std::to_string(text.size()) + " bytes");
@@ -75,6 +88,7 @@ TSTree* parsePython(const std::string& text) {
     ts_parser_delete(parser);
   }
   std::lock_guard<std::mutex> lock(c.mu);
+  claim.settled = true;
   c.parsed.notify_all();
   ++c.parsed_count;
   if (!tree) {
