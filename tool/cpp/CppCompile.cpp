@@ -167,6 +167,11 @@ class PchToolAct : public tooling::ToolAction {
                      std::shared_ptr<PCHContainerOperations> pch, DiagnosticConsumer* diags) override {
     inv->getFrontendOpts().SkipFunctionBodies = true;
     inv->getFrontendOpts().OutputFile = out_;
+    // Written in place: out_ is already a file of this build's own, renamed
+    // into the cache when whole. (Through a temporary, LLVM would install
+    // signal handlers on this thread, and an alternate signal stack that
+    // AddressSanitizer then fails to unmap when the thread ends.)
+    inv->getFrontendOpts().UseTemporary = false;
     inv->getDiagnosticOpts().ShowCarets = false;
     CompilerInstance ci(std::move(pch));
     ci.setInvocation(std::move(inv));
