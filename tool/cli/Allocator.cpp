@@ -46,7 +46,8 @@ std::string allocatorName() {
   const char* thp = nullptr;
   std::size_t n = sizeof(const char*);
   if (mallctl("version", &version, &n, nullptr, 0) != 0 || !version) return "jemalloc";
-  std::string out = "jemalloc " + std::string(version).substr(0, std::string(version).find('-'));
+  std::string v(version);  // "5.3.0-0-g54eaed1d...": the release
+  std::string out = "jemalloc " + v.substr(0, v.find('-'));
   n = sizeof(const char*);
   if (mallctl("opt.thp", &thp, &n, nullptr, 0) == 0 && thp)
     out += std::string(" (transparent huge pages: ") + thp + ")";
