@@ -594,6 +594,37 @@ struct CustomAllreduce {
   EXPECT_EQ(theLeaf(d, base().ws(2).nvl(false).bytes(1)).kind, m::LeafKind::Launch);
 }
 
+// A .cu that includes the dispatch header, parsed for its trace facts, skips
+// the header's function bodies (the header's own parse reads them): it meets
+// only its own code's errors, and says so; the header's errors are said once.
+TEST(CppFrontend, AnIncludingFileMeetsOnlyItsOwnErrors) {
+  std::string dir = tempDir();
+  std::string hdr = std::string(kPrologue) + kKernels + R"(
+struct CustomAllreduce {
+  int world_size_;
+  bool full_nvlink_;
+  int helper() { return header_only_undeclared; }
+  template <typename T> void allreduce(cudaStream_t stream, T* out) {
+    if (world_size_ == 2) cross_device_reduce_1stage<T, 2><<<1, 1, 0, stream>>>(nullptr, {}, nullptr, out, 0, 0);
+  }
+};
+)";
+  std::string cuh = writeFile(dir, "custom_all_reduce.cuh", hdr);
+  std::string cu = writeFile(dir, "custom_all_reduce.cu",
+                             "#include \"custom_all_reduce.cuh\"\n"
+                             "int entry(CustomAllreduce* fa) { return fa->world_size_ + cu_only_undeclared; }\n");
+  m::Dispatch d = lg::cpp::extractDispatch({cuh, cu}, spec());
+  SCOPED_TRACE(dump(d));
+  std::string notes;
+  for (const auto& n : d.notes) notes += n + "\n";
+  EXPECT_NE(notes.find("1 clang error while parsing " + cuh + " (analysis went on)"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("1 clang error while parsing " + cu + " (trace facts went on), first: " + cu + ":2:"),
+            std::string::npos)
+      << notes;
+  EXPECT_EQ(notes.find("header_only_undeclared"), notes.rfind("header_only_undeclared")) << notes;
+  EXPECT_EQ(theLeaf(d, base().ws(2).nvl(false).bytes(1)).kind, m::LeafKind::Launch);
+}
+
 TEST(CppFrontend, BadInputs) {
   std::string dir = tempDir();
   auto expectInputError = [](const std::vector<std::string>& files, const std::string& start,
