@@ -3,6 +3,8 @@
 // analysis — never a crash, a hang or a clean bill the tool cannot back.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <algorithm>
+#include <tuple>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
@@ -145,6 +147,52 @@ TEST_F(BadInput, BrokenCppIsRejectedOrAnalysedWithANote) {
       EXPECT_FALSE(j["notes"].empty()) << name << ": parse problems must be reported";
     }
   }
+}
+
+// A broken macro call or #if inside the dispatch leaves clang with other
+// branches than the ones written (an unterminated macro call swallows the
+// cases after it): the run stops at that line, and --fix does not act.
+TEST_F(BadInput, APreprocessorErrorInTheDispatchIsNoProof) {
+  std::string c = dispatchCuh();
+  std::string text = c;
+  const std::string at = "REDUCE_CASE(4)";
+  std::size_t pos = text.find(at);
+  ASSERT_NE(pos, std::string::npos);
+  text.replace(pos, at.size(), "REDUCE_CASE(4");
+  long line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(pos), '\n');
+  auto py = put("g.py", gatePy());
+  CliRun r = check(py, put("unterminated_case.cuh", text));
+  expectRejected(r, "unterminated_case.cuh:" + std::to_string(line) + ": the dispatch", "unterminated");
+  EXPECT_NE(r.err.find("does not parse (unterminated function-like macro invocation)"), std::string::npos) << r.err;
+  CliRun f = check(py, dir_ / "unterminated_case.cuh", "--fix");
+  EXPECT_EQ(f.status, 2) << f.out << f.err;
+  EXPECT_EQ(slurp(py), gatePy()) << "--fix edited the gate";
+}
+
+// A parse error inside the dispatch (here a missing parenthesis; in real
+// trees also a name that a missing header did not declare) weakens the paths
+// through its statement: possible gaps there (LG008), never an error, and
+// nothing for --fix to do.
+TEST_F(BadInput, AParseErrorInTheDispatchMakesItsPathsPossibleGapsOnly) {
+  std::string text = dispatchCuh();
+  const std::string at = "switch (world_size_) {";
+  std::size_t pos = text.find(at);
+  ASSERT_NE(pos, std::string::npos);
+  text.replace(pos, at.size(), "switch (world_size_ {");
+  auto py = put("g.py", gatePy());
+  auto cc = put("missing_paren.cuh", text);
+  CliRun r = check(py, cc, "--format json");
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  json j = json::parse(r.out);
+  bool possible = false;
+  for (const auto& f : j["findings"]) {
+    EXPECT_NE(f["severity"], "error") << f.dump();
+    possible |= f["rule"] == "LG008" && f["message"].get<std::string>().find("clang error") != std::string::npos;
+  }
+  EXPECT_TRUE(possible) << r.out;
+  CliRun f = check(py, cc, "--fix");
+  EXPECT_EQ(slurp(py), gatePy()) << "--fix edited the gate: " << f.out << f.err;
+  EXPECT_EQ(slurp(cc), text) << "--fix edited the dispatch";
 }
 
 TEST_F(BadInput, MissingHeadersAreStubbedAndNamed) {

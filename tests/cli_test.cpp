@@ -573,3 +573,42 @@ TEST(Cli, TimeTraceWritesAChromeTraceWithClangsPhasesInside) {
   EXPECT_NE(bad.err.find("cannot write the time trace"), std::string::npos) << bad.err;
   fs::remove_all(dir);
 }
+
+// The gate and the dispatch header given inside their checkout: the check
+// the gate calls through an op (should_custom_ar, C++ in the .cu beside the
+// header) is read from there, as a compiler finds an include, so the gap it
+// opens is proven. Given alone, the check stays unread and the report says
+// which function to give with --cpp.
+TEST(Cli, AChecksCppBesideTheGivenFilesIsRead) {
+  const fs::path tree = fs::path(LAYERGATE_FIXTURES) / "vllm-cpp-per-call-check-pcie";
+  const std::string py = "vllm/distributed/device_communicators/custom_all_reduce.py";
+  const std::string cc = "csrc/custom_all_reduce.cuh";
+  auto errorCells = [](const json& j) {
+    std::set<int> ws;
+    for (const auto& f : j["findings"])
+      if (f["rule"] == "LG001" && f["severity"] == "error") ws.insert(f["config"]["world_size"].get<int>());
+    return ws;
+  };
+  CliRun in_tree = lgtest::runCli(check(py, cc, "--format json"), tree);
+  ASSERT_EQ(in_tree.status, 1) << in_tree.out << in_tree.err;
+  json j = json::parse(in_tree.out);
+  EXPECT_EQ(errorCells(j), (std::set<int>{4, 6, 8}));
+  std::string notes = j["notes"].dump();
+  EXPECT_NE(notes.find("read csrc/custom_all_reduce.cu beside the given files"), std::string::npos) << notes;
+  EXPECT_EQ(notes.find("ops.h beside"), std::string::npos) << "a declaration is not a definition: " << notes;
+
+  fs::path alone = fs::temp_directory_path() / ("lg_alone_" + std::to_string(getpid()));
+  fs::remove_all(alone);
+  fs::create_directories(alone);
+  fs::copy_file(tree / py, alone / "custom_all_reduce.py");
+  fs::copy_file(tree / cc, alone / "custom_all_reduce.cuh");
+  CliRun by_itself = lgtest::runCli(check("custom_all_reduce.py", "custom_all_reduce.cuh", "--format json"), alone);
+  fs::remove_all(alone);
+  ASSERT_NE(by_itself.status, 2) << by_itself.err;
+  json a = json::parse(by_itself.out);
+  EXPECT_TRUE(errorCells(a).empty()) << by_itself.out;
+  std::string anotes = a["notes"].dump();
+  EXPECT_NE(anotes.find("should_custom_ar, a check the gate calls through an op, is defined in no given file"),
+            std::string::npos)
+      << anotes;
+}

@@ -178,7 +178,12 @@ TEST(Target, RolesNameTheDeclaredVariables) {
   EXPECT_FALSE(target::parseTarget(withVars(R"({"name":"h","type":"int","values":[64,128]})"), "x.json").roles.cells());
 
   for (const auto& [vars, why] : std::vector<std::pair<std::string, std::string>>{
-           {R"({"name":"g","type":"int","min":1,"max":8,"role":"world"})", "\"role\" must be ranks, link, bytes or rank"},
+           {R"({"name":"g","type":"int","min":1,"max":8,"role":"world"})", "\"role\" must be ranks, link, bytes, rank or element"},
+           {R"({"name":"e","type":"enum","values":["f16"],"role":"element"})", "the element role needs \"cpp_types\""},
+           {R"({"name":"e","type":"enum","values":["f16"],"role":"element","cpp_types":{"__half":"f32"}})",
+            "\"cpp_types\".__half must be one of the variable's values"},
+           {R"({"name":"e","type":"enum","values":["f16"],"cpp_types":{"__half":"f16"}})",
+            "\"cpp_types\" is an object of the element role"},
            {R"({"name":"g","type":"bool","role":"ranks"})", "the ranks role is an int variable"},
            {R"({"name":"r","type":"int","min":0,"max":8,"role":"rank"})", "the rank role is an int probe"},
            {axes + R"(,{"name":"b2","type":"int","min":1,"max":8,"role":"bytes"})", "the bytes role is b's already"},

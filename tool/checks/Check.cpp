@@ -99,6 +99,9 @@ model::Finding gapFinding(const RuleInfo& rule, const solve::Gap& gap, const Che
   f.cell = cellText(gap.cell);
 
   std::string when = gap.counterexample.env.empty() ? "" : " when " + solve::describeEnv(gap.counterexample.env);
+  // Only some element types: the dispatch serves the others.
+  std::string types;
+  for (const auto& v : gap.element_values) types += (types.empty() ? "" : ", ") + v;
   std::string what = gap.kind == solve::GapKind::NoKernel
                          ? "the C++ dispatch launches no kernel, so the output is never written"
                          : "the C++ dispatch throws";
@@ -106,7 +109,7 @@ model::Finding gapFinding(const RuleInfo& rule, const solve::Gap& gap, const Che
     what += " (\"" + gap.leaf->text + "\")";
   if (ctx.gate.outputs.empty()) {
     f.message = cellText(gap.cell) + ": the Python gate admits the custom all-reduce" + when + " for " +
-                gap.sizes.str() + ", but " + what;
+                gap.sizes.str() + (types.empty() ? "" : " of " + types + " tensors") + ", but " + what;
   } else {
     // A policy gate: say what it hands down in the counterexample.
     std::string handed;

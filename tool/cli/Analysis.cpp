@@ -4,6 +4,8 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -55,6 +57,49 @@ target::Target selectTarget(const std::string& rules_dir, const std::string& nam
 }
 
 namespace {
+
+// The C++ sources in the given C++ files' folders, not given themselves,
+// that define one of `functions` as a bool function (a check), in name order.
+std::vector<std::string> checkFilesBeside(const std::vector<std::string>& functions,
+                                          const std::vector<std::string>& cpp_files, std::size_t max_bytes) {
+  std::vector<std::string> out;
+  std::set<fs::path> given, dirs;
+  for (const auto& f : cpp_files) {
+    std::error_code ec;
+    fs::path p = fs::weakly_canonical(f, ec);
+    given.insert(p);
+    dirs.insert(p.parent_path());
+  }
+  std::vector<std::regex> defs;
+  for (const auto& fn : functions)
+    defs.emplace_back("(^|[\\s*&(])bool\\s+(\\w+::)*" + fn + "\\s*\\([^;{]*\\)\\s*(const\\s*)?\\{");
+  constexpr std::size_t kMaxFilesPerFolder = 256;
+  for (const auto& dir : dirs) {
+    std::error_code ec;
+    std::vector<fs::path> candidates;
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end && candidates.size() < kMaxFilesPerFolder;
+         it.increment(ec)) {
+      std::string ext = it->path().extension().string();
+      if (ext != ".cu" && ext != ".cc" && ext != ".cpp" && ext != ".cxx" && ext != ".cuh" && ext != ".h" &&
+          ext != ".hpp")
+        continue;
+      if (!it->is_regular_file(ec) || given.count(it->path()) || it->file_size(ec) > max_bytes) continue;
+      candidates.push_back(it->path());
+    }
+    std::sort(candidates.begin(), candidates.end());
+    for (const auto& c : candidates) {
+      std::ifstream in(c, std::ios::binary);
+      std::ostringstream ss;
+      ss << in.rdbuf();
+      std::string text = ss.str();
+      bool defines = false;
+      for (std::size_t i = 0; i < functions.size() && !defines; ++i)
+        defines = text.find(functions[i]) != std::string::npos && std::regex_search(text, defs[i]);
+      if (defines) out.push_back(c.lexically_relative(fs::current_path()).string());
+    }
+  }
+  return out;
+}
 
 // The selection layer: per class the selection function can return, the
 // cells in which it does (each arm as a gate over an empty dispatch: the
@@ -213,6 +258,26 @@ report::Result analyse(const Request& req) {
       r.gate.notes.push_back("more regions than the report lists: each list stops at its first regions");
     finishFindings(req, r);
     return r;
+  }
+  // A check the gate calls through an op whose body no given file holds is
+  // looked up beside the given C++ files, as a compiler finds an include
+  // (vLLM of mid-2024: should_custom_ar in the .cu beside the header).
+  if (std::vector<std::string> missing = link::uninterpretedChecks(r.gate, r.dispatch); !missing.empty()) {
+    std::vector<std::string> found = checkFilesBeside(missing, req.cpp_files, req.max_file_bytes);
+    if (!found.empty()) {
+      trace::Scope scope("C++ frontend", found.front());
+      std::vector<std::string> files = req.cpp_files;
+      files.insert(files.end(), found.begin(), found.end());
+      cpp::ParseOptions cpp_options = req.cpp;
+      cpp_options.max_depth = req.max_depth;
+      r.dispatch = cpp::extractDispatch(files, tgt.cpp, cpp_options);
+      r.cpp_files = files;
+    }
+    for (const auto& fn : link::uninterpretedChecks(r.gate, r.dispatch))
+      r.dispatch.notes.push_back(fn + ", a check the gate calls through an op, is defined in no given file nor beside them: "
+                                 "give the C++ file that defines it (--cpp) to have it read");
+    for (const auto& f : found)
+      r.dispatch.notes.push_back("read " + f + " beside the given files: it defines a check the gate calls");
   }
   // A check the gate calls through an op whose C++ body was given is read
   // like Python code, with the arguments the call passes.

@@ -53,7 +53,9 @@ void CollectingDiags::HandleDiagnostic(DiagnosticsEngine::Level level, const Dia
   if (info.hasSourceManager() && info.getLocation().isValid() && located.size() < kMaxLocated) {
     llvm::SmallString<256> m;
     info.FormatDiagnostic(m);
-    located.push_back({info.getLocation(), std::string(m.str())});
+    llvm::StringRef category = DiagnosticIDs::getCategoryNameFromID(DiagnosticIDs::getCategoryNumberForDiag(info.getID()));
+    bool lexical = category == "Lexical or Preprocessor Issue";
+    located.push_back({info.getLocation(), std::string(m.str()), lexical || category == "Parse Issue", lexical});
   }
   if (!first.empty() && !(level == DiagnosticsEngine::Fatal && first_fatal.empty())) return;
   llvm::SmallString<256> msg;
@@ -223,6 +225,15 @@ class Consumer : public SemaConsumer {
               chosen = md;
               break;
             }
+          // A lexical or preprocessor error inside the dispatch: the cases
+          // and branches clang built are not those written, so no verdict
+          // rests on them.
+          if (const LocatedError* se = job_.diags ? trace.lexicalErrorInside(chosen, job_.diags->located) : nullptr) {
+            SourceLocation at = sm.getExpansionLoc(se->at);
+            std::string where = wo.file_name(at) + ":" + std::to_string(sm.getExpansionLineNumber(at));
+            throw InputError(where + ": the dispatch " + chosen->getQualifiedNameAsString() +
+                             " does not parse (" + se->message + "): fix it, or check the file with clang, before checking the gate");
+          }
           detail::Reached reached;
           // A launch in the text but not in the AST is one clang dropped only
           // when clang rejected something (otherwise: a lambda, a skipped #if).
@@ -232,7 +243,7 @@ class Consumer : public SemaConsumer {
             if (!diags || diags->located.empty()) return false;
             SourceLocation b = sm.getExpansionLoc(r.getBegin()), e = sm.getExpansionLoc(r.getEnd());
             return std::any_of(diags->located.begin(), diags->located.end(), [&](const auto& d) {
-              SourceLocation l = sm.getExpansionLoc(d.first);
+              SourceLocation l = sm.getExpansionLoc(d.at);
               return !sm.isBeforeInTranslationUnit(l, b) && !sm.isBeforeInTranslationUnit(e, l);
             });
           };

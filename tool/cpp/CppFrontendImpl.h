@@ -39,7 +39,7 @@ class CollectingDiags : public DiagnosticConsumer {
   // Every error with a location (the first kMaxLocated), for the dispatch to
   // find those inside it while the source manager lives.
   static constexpr std::size_t kMaxLocated = 4096;
-  std::vector<std::pair<SourceLocation, std::string>> located;
+  std::vector<LocatedError> located;
 };
 
 // ---------------------------------------------------------------------------

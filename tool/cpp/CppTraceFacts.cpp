@@ -145,25 +145,70 @@ bool TraceCollector::mayLaunch(SourceLocation l) {
   return false;
 }
 
-std::vector<model::OpaqueSymbol> TraceCollector::errorsInside(
-    const FunctionDecl* fd, const std::vector<std::pair<SourceLocation, std::string>>& errors, bool launches_seen,
-    const detail::Reached* reached) {
-  model::ExprPtr more_reached = model::False();
-  std::vector<model::OpaqueSymbol> out;
+bool TraceCollector::textRange(const FunctionDecl* fd, unsigned& ob, unsigned& oe) {
   SourceLocation b = sm_.getExpansionLoc(fd->getBeginLoc()), e = sm_.getExpansionLoc(fd->getEndLoc());
-  if (b.isInvalid() || e.isInvalid() || sm_.getFileID(b) != sm_.getFileID(e)) return out;
-  unsigned ob = sm_.getFileOffset(b), oe = sm_.getFileOffset(e);
+  if (b.isInvalid() || e.isInvalid() || sm_.getFileID(b) != sm_.getFileID(e)) return false;
+  ob = sm_.getFileOffset(b);
+  oe = sm_.getFileOffset(e);
+  // Where the body's braces close as written: after a syntax error clang may
+  // end the function early (an unterminated macro call runs to the end of
+  // the file), and the error sits past the end clang recorded.
+  const auto* body = dyn_cast_or_null<CompoundStmt>(fd->getBody());
+  SourceLocation lb = body ? sm_.getExpansionLoc(body->getLBracLoc()) : SourceLocation();
+  if (lb.isInvalid() || sm_.getFileID(lb) != sm_.getFileID(b)) return true;
+  bool bad = false;
+  llvm::StringRef buf = sm_.getBufferData(sm_.getFileID(lb), &bad);
+  if (bad) return true;
+  Lexer raw(sm_.getLocForStartOfFile(sm_.getFileID(lb)), ctx_.getLangOpts(), buf.begin(),
+            buf.begin() + sm_.getFileOffset(lb), buf.end());
+  int depth = 0;
+  Token tok;
+  for (raw.LexFromRawLexer(tok); tok.isNot(tok::eof); raw.LexFromRawLexer(tok)) {
+    if (tok.is(tok::l_brace)) ++depth;
+    if (tok.is(tok::r_brace) && --depth == 0) {
+      oe = std::max(oe, sm_.getFileOffset(tok.getLocation()));
+      return true;
+    }
+  }
+  oe = std::max<unsigned>(oe, buf.size());  // never closed: to the end of the file
+  return true;
+}
+
+const LocatedError* TraceCollector::lexicalErrorInside(const FunctionDecl* fd, const std::vector<LocatedError>& errors) {
+  unsigned ob = 0, oe = 0;
+  if (!textRange(fd, ob, oe)) return nullptr;
+  FileID file = sm_.getFileID(sm_.getExpansionLoc(fd->getBeginLoc()));
+  for (const LocatedError& err : errors) {
+    if (!err.lexical) continue;
+    SourceLocation x = sm_.getExpansionLoc(err.at);
+    if (x.isInvalid() || sm_.getFileID(x) != file) continue;
+    unsigned ox = sm_.getFileOffset(x);
+    if (ox >= ob && ox <= oe) return &err;
+  }
+  return nullptr;
+}
+
+std::vector<model::OpaqueSymbol> TraceCollector::errorsInside(const FunctionDecl* fd,
+                                                              const std::vector<LocatedError>& errors,
+                                                              bool launches_seen, const detail::Reached* reached) {
+  model::ExprPtr more_reached = model::False();
+  bool more_parse = false;
+  std::vector<model::OpaqueSymbol> out;
+  unsigned ob = 0, oe = 0;
+  if (!textRange(fd, ob, oe)) return out;
+  SourceLocation b = sm_.getExpansionLoc(fd->getBeginLoc());
   std::size_t n = 0;
-  for (const auto& [l, msg] : errors) {
+  for (const auto& [l, msg, syntax, lexical] : errors) {
     SourceLocation x = sm_.getExpansionLoc(l);
     if (x.isInvalid() || sm_.getFileID(x) != sm_.getFileID(b)) continue;
     unsigned ox = sm_.getFileOffset(x);
     if (ox < ob || ox > oe) continue;
-    if (launches_seen && !mayLaunch(l)) continue;
+    if (launches_seen && !syntax && !mayLaunch(l)) continue;
     // Only the paths through the statement clang could not type are in doubt.
     model::ExprPtr at = reached ? reached->at(l) : model::True();
     if (++n > 3) {
       more_reached = model::Or(more_reached, at);
+      more_parse |= syntax;
       continue;
     }
     model::OpaqueSymbol o;
@@ -171,12 +216,14 @@ std::vector<model::OpaqueSymbol> TraceCollector::errorsInside(
     o.text = "clang error: " + msg;
     o.where = loc(l, false, "dispatch", "not understood: " + msg);
     o.reached = at;
+    o.parse_error = syntax;
     out.push_back(std::move(o));
   }
   if (n > 3) {
     model::OpaqueSymbol o;
     o.name = o.text = std::to_string(n - 3) + " more clang error" + (n - 3 == 1 ? "" : "s") + " in the dispatch";
     o.reached = more_reached;
+    o.parse_error = more_parse;
     out.push_back(std::move(o));
   }
   return out;

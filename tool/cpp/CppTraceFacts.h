@@ -21,6 +21,24 @@
 
 namespace layergate::cpp::detail::parse {
 
+// A clang error with its location, kept while the source manager lives.
+struct LocatedError {
+  clang::SourceLocation at;
+  std::string message;
+  // clang's parser gave up here ("Parse Issue"): the statement may be read
+  // as another than the one written. A name a missing or stand-in header
+  // did not declare can cause one (`lib::Check<T>(x)` with no `lib`), so it
+  // weakens the paths through its statement, whatever that statement is.
+  bool syntax = false;
+  // The preprocessor or lexer gave up ("Lexical or Preprocessor Issue": an
+  // unterminated macro call, an unbalanced #if): the text itself is broken,
+  // whatever was declared, and what follows may be swallowed (an
+  // unterminated macro call eats the cases after it). No path of the
+  // function holding it is known.
+  bool lexical = false;
+};
+
+
 using namespace clang;
 
 // ---------------------------------------------------------------------------
@@ -71,13 +89,20 @@ class TraceCollector {
   model::Location loc(SourceLocation l, bool spelling, const char* role, const std::string& note = {});
 
   // Clang errors inside a function (where the code is expanded, so a macro
-  // used there counts) that may hide a launch: on a launching line, or any
-  // when the walker saw no launch at all there (clang drops a statement that
-  // names a declaration it rejected, such as a kernel whose parameter types
-  // come from a missing header). The first few, with their messages.
-  std::vector<model::OpaqueSymbol> errorsInside(const FunctionDecl* fd,
-                                                const std::vector<std::pair<SourceLocation, std::string>>& errors,
+  // used there counts) that may hide a launch: a syntax error anywhere, a
+  // semantic one on a launching line, or any when the walker saw no launch at
+  // all there (clang drops a statement that names a declaration it rejected,
+  // such as a kernel whose parameter types come from a missing header). The
+  // first few, with their messages.
+  std::vector<model::OpaqueSymbol> errorsInside(const FunctionDecl* fd, const std::vector<LocatedError>& errors,
                                                 bool launches_seen, const detail::Reached* reached = nullptr);
+  // The first lexical or preprocessor error inside a function's text, or
+  // null: its branches are not what was written (the dispatch is then not
+  // analysed at all).
+  const LocatedError* lexicalErrorInside(const FunctionDecl* fd, const std::vector<LocatedError>& errors);
+  // The offsets of a function's text in its file, to the body's closing
+  // brace as written; false when it spans files.
+  bool textRange(const FunctionDecl* fd, unsigned& begin, unsigned& end);
   llvm::StringRef lineText(SourceLocation l);  // the source line a location is spelled on
   bool mayLaunch(SourceLocation l);  // its line, or a macro use it expands from, launches
 

@@ -435,8 +435,70 @@ std::optional<Val> Walker::declaredVal(const Expr* e) {
   return Val{Val::Str, x, nullptr};
 }
 
+void Walker::findElementParam(const FunctionDecl* fd) {
+  element_param_.reset();
+  if (spec_.roles.element.empty()) return;
+  for (const ParmVarDecl* p : fd->parameters()) {
+    QualType t = p->getType().getNonReferenceType();
+    if (!t->isPointerType()) continue;
+    if (auto* tt = t->getPointeeType()->getAs<TemplateTypeParmType>()) {
+      element_param_ = {tt->getDepth(), tt->getIndex()};
+      return;
+    }
+  }
+}
+
+std::optional<Val> Walker::elementTypeTest(const Expr* e) {
+  if (!element_param_) return std::nullopt;
+  // The two types compared, from either spelling of the trait.
+  llvm::ArrayRef<TemplateArgumentLoc> locs;
+  llvm::ArrayRef<TemplateArgument> args;
+  if (auto* ul = dyn_cast<UnresolvedLookupExpr>(e)) {
+    if (ul->getName().getAsString() != "is_same_v") return std::nullopt;
+    locs = ul->template_arguments();
+  } else if (auto* dr = dyn_cast<DeclRefExpr>(e)) {
+    if (dr->getDecl()->getName() != "is_same_v" || !dr->hasExplicitTemplateArgs()) return std::nullopt;
+    locs = dr->template_arguments();
+  } else if (auto* ds = dyn_cast<DependentScopeDeclRefExpr>(e)) {
+    const NestedNameSpecifier* q = ds->getQualifier();
+    const Type* qt = q ? q->getAsType() : nullptr;
+    auto* ts = qt ? qt->getAs<TemplateSpecializationType>() : nullptr;
+    if (ds->getDeclName().getAsString() != "value" || !ts) return std::nullopt;
+    TemplateDecl* td = ts->getTemplateName().getAsTemplateDecl();
+    if (!td || td->getName() != "is_same") return std::nullopt;
+    args = ts->template_arguments();
+  } else {
+    return std::nullopt;
+  }
+  std::vector<QualType> types;
+  for (const auto& l : locs) types.push_back(l.getArgument().getKind() == TemplateArgument::Type ? l.getArgument().getAsType() : QualType());
+  for (const auto& a : args) types.push_back(a.getKind() == TemplateArgument::Type ? a.getAsType() : QualType());
+  if (types.size() != 2 || types[0].isNull() || types[1].isNull()) return std::nullopt;
+  auto isElement = [&](QualType t) {
+    auto* tt = t.getCanonicalType()->getAs<TemplateTypeParmType>();
+    return tt && tt->getDepth() == element_param_->first && tt->getIndex() == element_param_->second;
+  };
+  bool a = isElement(types[0]), b = isElement(types[1]);
+  if (a && b) return Val::boolean(m::True());
+  if (a == b) return std::nullopt;  // neither: not a test of the element type
+  QualType other = (a ? types[1] : types[0]).getCanonicalType().getUnqualifiedType();
+  if (other->isDependentType()) return std::nullopt;
+  PrintingPolicy pp(ctx_.getLangOpts());
+  pp.SuppressTagKeyword = true;
+  pp.FullyQualifiedName = true;
+  std::string name = other.getAsString(pp);
+  const target::Variable* var = target::findVariable(spec_.variables, spec_.roles.element);
+  if (!var) return std::nullopt;
+  auto it = var->cpp_types.find(name);
+  // A type the target does not list is none of the element types the
+  // dispatch is built for: the test is false for each of them.
+  if (it == var->cpp_types.end()) return Val::boolean(m::False());
+  return Val::boolean(m::Cmp(m::Op::Eq, target::declaredVar(spec_.variables, var->name), m::StrC(it->second)));
+}
+
 Val Walker::evalInner(const Expr* e, State& st) {
   e = strip(e);
+  if (auto tt = elementTypeTest(e)) return *tt;
   // In a template pattern, code clang rejected reads as its instantiation
   // does (which may drop the statements around it): walked there instead.
   if (!tframes_.empty() && e && e->containsErrors()) tframes_.back().unresolved = true;

@@ -921,6 +921,7 @@ m::Dispatch Walker::run(const FunctionDecl* fd) {
   }
   d.function = fn_name_;
   d.where = loc(fd->getLocation(), false, "dispatch", d.class_name + "::" + fn_name_);
+  findElementParam(fd);
   const Stmt* body = fd->getBody();
   std::vector<State> start(1);
   Flow f = exec(body, std::move(start), 0);

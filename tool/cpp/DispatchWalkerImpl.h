@@ -208,6 +208,13 @@ class Walker {
   const FunctionDecl* patternToWalk(const FunctionDecl* fd);
   // Expressions the target declares (cpp.values), by their text without blanks.
   std::optional<Val> declaredVal(const Expr* e);
+  // A test of the element type (`std::is_same_v<T, half>`,
+  // `std::is_same<T, half>::value`) as a test of the variable in the
+  // element role; nullopt when e is none (or the target declares none).
+  std::optional<Val> elementTypeTest(const Expr* e);
+  // The dispatch's type template parameter that its pointer parameters point
+  // to (`T* input`): the element type, as (depth, index); set by run().
+  void findElementParam(const FunctionDecl* fd);
 
   // --- preconditions (cpp.preconditions), in DispatchLaunch.cpp ----------------
 
@@ -317,6 +324,7 @@ class Walker {
   std::set<const FunctionDecl*> pattern_failed_;  // patterns walked through their instantiations
   std::set<const FunctionDecl*> pattern_checked_;  // patterns looked at for clang errors
   int eval_depth_ = 0;
+  std::optional<std::pair<unsigned, unsigned>> element_param_;
 };
 
 }  // namespace layergate::cpp::detail::walker

@@ -9,13 +9,14 @@ namespace {
 
 // The C++ function an op call reaches: the function its registration binds
 // (m.impl / a pybind def / a schema's impl), else a function of the op's name.
-const model::CppEntry* entryOf(const model::NativeCall& c, const model::Dispatch& d) {
-  std::string fn = c.name;
+std::string entryName(const model::NativeCall& c, const model::Dispatch& d) {
   for (const auto& b : d.bindings)
-    if (b.op == c.name && !b.function.empty()) {
-      fn = b.function;
-      break;
-    }
+    if (b.op == c.name && !b.function.empty()) return b.function;
+  return c.name;
+}
+
+const model::CppEntry* entryOf(const model::NativeCall& c, const model::Dispatch& d) {
+  std::string fn = entryName(c, d);
   for (const auto& e : d.entries) {
     if (e.name == fn && e.returns_true) return &e;
   }
@@ -31,6 +32,26 @@ const model::CallArg* argFor(const model::NativeCall& c, int position, const std
 }
 
 }  // namespace
+
+std::vector<std::string> uninterpretedChecks(const model::Gate& gate, const model::Dispatch& dispatch) {
+  std::vector<std::string> out;
+  std::vector<const model::NativeCall*> calls;
+  for (const auto& c : gate.native_calls) calls.push_back(&c);
+  for (const auto& c : gate.result_calls) calls.push_back(&c);
+  // A check's result decides admission: a Boolean term of the gate's predicate.
+  std::set<std::string> tested;
+  for (const auto& v : model::varsOf(gate.predicate()))
+    if (v.sort == model::Sort::Bool) tested.insert(v.name);
+  for (const model::NativeCall* c : calls) {
+    // Through an op module (`ops.should_custom_ar`, `torch.ops.ns.op`): a
+    // bare name is a Python function of a module not given, not C++.
+    if (c->result.empty() || c->callee.find('.') == std::string::npos || entryOf(*c, dispatch)) continue;
+    bool used = tested.count(c->result) > 0;
+    std::string fn = entryName(*c, dispatch);
+    if (used && !fn.empty() && std::find(out.begin(), out.end(), fn) == out.end()) out.push_back(fn);
+  }
+  return out;
+}
 
 // The probe a C++ call asks, by the callee's name (leading underscores and
 // a negation aside): "!_is_weak_contiguous(inp)" -> is_weak_contiguous.

@@ -36,4 +36,10 @@ std::vector<CppCheck> interpretCppChecks(model::Gate& gate, const model::Dispatc
                                          const std::map<std::string, std::string>& probes = {},
                                          const target::Variables& variables = {});
 
+// The C++ functions the gate uses as checks (an op call whose result the
+// gate tests) that no given file defines: the names a lookup beside the
+// given files looks for (the function a registration binds, else the op's
+// name), each once, in the gate's order.
+std::vector<std::string> uninterpretedChecks(const model::Gate& gate, const model::Dispatch& dispatch);
+
 }  // namespace layergate::link

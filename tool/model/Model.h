@@ -50,6 +50,10 @@ struct OpaqueSymbol {
   // A clang error in the dispatch (Dispatch::broken): the condition under
   // which the dispatch runs the statement it sits in; null: everywhere.
   ExprPtr reached;
+  // That error is clang's parser giving up: the statement may be another
+  // than written, so a path through it may launch nothing even where the
+  // walk read a launch (a possible gap there, never a proof either way).
+  bool parse_error = false;
 };
 
 // An argument at a Python call site.

@@ -30,6 +30,11 @@ struct Roles {
   // "rank" (an int probe): this process's place in the group, one of
   // 0 .. ranks - 1.
   std::string rank;
+  // "element" (an enum with "cpp_types"): the element type of the tensor the
+  // dispatch processes. C++ reads it as the dispatch's type template
+  // parameter that its pointer parameters point to (`T* input`), so a
+  // `std::is_same_v<T, half>` test is a test of this variable.
+  std::string element;
 
   // The cell analysis: a group size, a link flag and a message size.
   bool cells() const { return !ranks.empty() && !link.empty() && !bytes.empty(); }
@@ -37,6 +42,7 @@ struct Roles {
   bool isLink(const std::string& v) const { return !link.empty() && v == link; }
   bool isBytes(const std::string& v) const { return !bytes.empty() && v == bytes; }
   bool isRank(const std::string& v) const { return !rank.empty() && v == rank; }
+  bool isElement(const std::string& v) const { return !element.empty() && v == element; }
 };
 
 }  // namespace layergate::model

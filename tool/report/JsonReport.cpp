@@ -56,6 +56,11 @@ std::string renderJson(const Result& r) {
       for (const auto& [k, v] : f.config.values) vals[k] = v;
       cfg["values"] = vals;
     }
+    if (!f.config.texts.empty()) {
+      json texts = json::object();
+      for (const auto& [k, v] : f.config.texts) texts[k] = v;
+      cfg["texts"] = texts;
+    }
     json locs = json::array();
     for (const auto& l : f.locations) locs.push_back(locJson(l));
     json jf = {{"rule", f.rule}, {"severity", model::severityName(f.severity)}, {"message", f.message},

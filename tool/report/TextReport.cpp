@@ -78,6 +78,8 @@ std::string configText(const model::Config& c, const model::Roles& names) {
   if (c.full_nvlink) s += fmt::format(" {}={}", name(names.link, "link"), *c.full_nvlink ? "true" : "false");
   if (c.nbytes) s += fmt::format(" {}={}", name(names.bytes, "bytes"), *c.nbytes);
   for (const auto& [k, v] : c.values) s += fmt::format(" {}={}", k, v);
+  for (const auto& [k, v] : c.texts)
+    if (names.isElement(k)) s += fmt::format(" {}={}", k, v);
   for (const auto& [k, v] : c.env) s += v ? fmt::format(" {}={}", k, *v) : fmt::format(" {} unset", k);
   return s;
 }

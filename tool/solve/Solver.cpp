@@ -100,6 +100,13 @@ Solver::Solver(const model::Gate& gate, const model::Dispatch& dispatch, Options
   const target::Variable* bytes = target::findVariable(I.opt.variables, I.roles.bytes);
   I.domain = I.ws >= I.ctx.int_val(ranks->min.value_or(1)) && I.nbytes >= I.ctx.int_val(bytes->min.value_or(1)) &&
              I.nbytes <= I.ctx.int_val(bytes->max.value_or(kMaxBytes));
+  // The element type (a tensor's dtype) is the user's to choose, one of its
+  // declared values, whichever layer reads it.
+  if (const target::Variable* el = elementVariable()) {
+    z3::expr x = I.var(el->name, Sort::Str, VarKind::Config, Side::Python), any = I.ctx.bool_val(false);
+    for (const auto& n : el->names) any = any || x == I.ctx.int_val(I.strId(n));
+    I.domain = I.domain && any;
+  }
   I.py_domain = I.domain;
   // Env variables both layers read are known up front, so minimalEnv sees them all.
   for (const auto& n : gate.env_reads) I.var(model::envSetVar(n), Sort::Bool, VarKind::Config, Side::Python);
@@ -138,10 +145,12 @@ Solver::Solver(const model::Gate& gate, const model::Dispatch& dispatch, Options
         (leaf.kind == LeafKind::Launch ? L : leaf.kind == LeafKind::Throw ? T : N) || c;
   }
   I.broken_any = I.ctx.bool_val(false);
+  I.parse_any = I.ctx.bool_val(false);
   for (const auto& b : dispatch.broken) {
     z3::expr at = b.reached ? I.existsCpp(I.translate(b.reached, Side::Cpp)) : I.ctx.bool_val(true);
     I.broken_conds.push_back(at);
     I.broken_any = I.broken_any || at;
+    if (b.parse_error) I.parse_any = I.parse_any || at;
   }
   I.launch_any = I.existsCpp(L);
   I.none_any = I.existsCpp(N);
@@ -283,6 +292,17 @@ std::optional<Gap> Solver::findGap(const Cell& c, GapKind kind) {
   return g;
 }
 
+// The element-role variable, where the dispatch reads it (a branch on the
+// element type); else null: every element type takes the same paths.
+const target::Variable* Solver::elementVariable() const {
+  const target::Variable* el = target::findVariable(impl_->opt.variables, impl_->roles.element);
+  if (!el) return nullptr;
+  for (const auto& l : dispatch_.leaves)
+    for (const auto& v : model::varsOf(l.condition))
+      if (v.name == el->name) return el;
+  return nullptr;
+}
+
 std::optional<Gap> Solver::computeGap(const Cell& c, GapKind kind) {
   Impl& I = *impl_;
   // NoKernel: admitted, no launch for any value of the dispatch's opaque
@@ -290,6 +310,10 @@ std::optional<Gap> Solver::computeGap(const Cell& c, GapKind kind) {
   // no fall-through, so every way through throws.
   z3::expr q = I.gate && I.cellExpr(c) && !I.launch_any &&
                (kind == GapKind::NoKernel ? I.none_any : (!I.none_any && I.throw_any));
+  // A path through a statement clang's parser gave up on may launch nothing
+  // whatever the walk read there: a possible gap (never certain: the
+  // broken-code check below asks for one outside every such statement).
+  if (kind == GapKind::NoKernel) q = q || (I.gate && I.cellExpr(c) && I.parse_any);
   // An env variable only the dispatch reads (an algorithm override) is taken
   // as unset for throws: a throw on a bad value is input checking the user
   // asked for, not a gap the gate opened (LG009 reports it).
@@ -338,6 +362,22 @@ std::optional<Gap> Solver::computeGap(const Cell& c, GapKind kind) {
     g.certain = I.sat(bq.s, c, "gap outside code clang could not type");
     if (g.certain) base = strict && !I.broken_any;
   }
+  // The element types it holds for, when the dispatch serves the others.
+  if (const target::Variable* el = elementVariable()) {
+    z3::expr x = I.var(el->name, Sort::Str, VarKind::Config, Side::Python);
+    for (const auto& n : el->names) {
+      Impl::Query eq(I);
+      eq.s.add(base && x == I.ctx.int_val(I.strId(n)));
+      if (I.sat(eq.s, c, "gap for one element type")) g.element_values.push_back(n);
+    }
+    if (g.element_values.size() == el->names.size()) {
+      g.element_values.clear();
+    } else {
+      z3::expr in = I.ctx.bool_val(false);
+      for (const auto& n : g.element_values) in = in || x == I.ctx.int_val(I.strId(n));
+      base = base && in;
+    }
+  }
   g.sizes = I.sizeRange(base, c);
   // Prefer a counterexample at the low end of the gap: the smallest size is
   // the one a user meets first.
@@ -368,6 +408,17 @@ std::optional<Gap> Solver::computeGap(const Cell& c, GapKind kind) {
       if (x.is_numeral_i64(n)) g.counterexample.values.push_back({v.name, n});
     }
   g.counterexample.nbytes = g.sizes.lo;
+  if (!g.element_values.empty()) {
+    // The model's element type, one of those the gap holds for.
+    const std::string& el = I.roles.element;
+    std::string val = g.element_values.front();
+    z3::expr x = m.eval(I.var(el, Sort::Str, VarKind::Config, Side::Python), true);
+    std::int64_t id = -1;
+    if (x.is_numeral_i64(id))
+      for (const auto& n : g.element_values)
+        if (I.str_ids.count(n) && I.str_ids.at(n) == id) val = n;
+    g.counterexample.texts.push_back({el, val});
+  }
   // Python-side probes the gap relies on, and (for a possible gap) the
   // uninterpreted terms' values it needs.
   for (unsigned i = 0; i < I.py_opaques.size(); ++i) {

@@ -88,6 +88,9 @@ struct Gap {
   // admits nothing unless each has this value), and that value. The gap is
   // proven on the assumption that the feature is on.
   std::vector<std::pair<model::OpaqueSymbol, bool>> assuming;
+  // The values of the element-role variable (a tensor's dtype) for which it
+  // holds, when not all of them: the dispatch serves the others.
+  std::vector<std::string> element_values;
 };
 
 // LG009's question: a config the gate admits for which the dispatch throws
@@ -200,6 +203,7 @@ class Solver {
  private:
   bool reads_nvlink_ = true;
   std::optional<Gap> computeGap(const Cell& cell, GapKind kind);
+  const target::Variable* elementVariable() const;
   // Env variables the dispatch reads and compares with string constants
   // (an algorithm override), with those strings: a throw for a value outside
   // them is input validation (LG009), whoever else reads the variable.

@@ -97,6 +97,7 @@ struct Solver::Impl {
   std::vector<z3::expr> leaf_conds;   // per dispatch leaf, cpp opaques free
   std::vector<z3::expr> broken_conds; // per clang error in the dispatch: some path runs through it
   z3::expr broken_any{ctx};
+  z3::expr parse_any{ctx};  // some path runs through a statement clang's parser gave up on
   std::vector<z3::expr> admit_conds;  // per gate.admits
   std::vector<z3::expr> reject_conds; // per gate.rejects
 
@@ -133,7 +134,7 @@ struct Solver::Impl {
   std::set<std::string> py_config;
   bool unboundCpp(const std::string& name, VarKind kind, Side side) const {
     return kind == VarKind::Config && side == Side::Cpp && !isCellAxis(name) && model::envNameOf(name).empty() &&
-           !py_config.count(name);
+           !py_config.count(name) && !roles.isElement(name);
   }
 
   z3::expr var(const std::string& name, Sort sort, VarKind kind, Side side) {

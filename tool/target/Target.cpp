@@ -145,7 +145,7 @@ Variables variablesOf(const json& j, const std::string& origin) {
   if (!j.contains("variables")) return out;
   const json& a = j.at("variables");
   const std::string shape = origin + ": \"variables\" must be a list of {\"name\", \"type\": \"int\" | \"enum\" | "
-                                     "\"bool\", \"values\", \"min\", \"max\", \"doc\", \"role\", \"probe\"}";
+                                     "\"bool\", \"values\", \"min\", \"max\", \"doc\", \"role\", \"probe\", \"cpp_types\"}";
   if (!a.is_array()) throw InputError(shape);
   for (const auto& x : a) {
     if (!x.is_object() || !x.contains("name") || !x.at("name").is_string() || !x.contains("type") ||
@@ -198,18 +198,34 @@ Variables variablesOf(const json& j, const std::string& origin) {
           {"ranks", {Variable::Type::Int, false}},
           {"link", {Variable::Type::Bool, false}},
           {"bytes", {Variable::Type::Int, false}},
-          {"rank", {Variable::Type::Int, true}}};
+          {"rank", {Variable::Type::Int, true}},
+          {"element", {Variable::Type::Enum, false}}};
       auto r = roles.find(v.role);
-      if (r == roles.end()) throw InputError(where + ": \"role\" must be ranks, link, bytes or rank");
+      if (r == roles.end()) throw InputError(where + ": \"role\" must be ranks, link, bytes, rank or element");
       if (r->second.first != v.type || r->second.second != v.probe)
         throw InputError(where + ": the " + v.role + " role is " +
-                         (r->second.first == Variable::Type::Int ? "an int " : "a bool ") +
+                         (r->second.first == Variable::Type::Int ? "an int "
+                          : r->second.first == Variable::Type::Enum ? "an enum "
+                                                                    : "a bool ") +
                          (r->second.second ? "probe" : "variable (not a probe)"));
       for (const auto& o : out)
         if (o.role == v.role) throw InputError(where + ": the " + v.role + " role is " + o.name + "'s already");
       if ((v.role == "ranks" || v.role == "bytes") && !v.ints.empty())
         throw InputError(where + ": the " + v.role + " role takes \"min\" and \"max\", not \"values\"");
     }
+    if (x.contains("cpp_types")) {
+      const json& m = x.at("cpp_types");
+      if (v.role != "element" || !m.is_object())
+        throw InputError(where + ": \"cpp_types\" is an object of the element role (C++ type -> value)");
+      for (auto it = m.begin(); it != m.end(); ++it) {
+        if (!it.value().is_string() ||
+            std::find(v.names.begin(), v.names.end(), it.value().get<std::string>()) == v.names.end())
+          throw InputError(where + ": \"cpp_types\"." + it.key() + " must be one of the variable's values");
+        v.cpp_types[it.key()] = it.value().get<std::string>();
+      }
+    }
+    if (v.role == "element" && v.cpp_types.empty())
+      throw InputError(where + ": the element role needs \"cpp_types\" (C++ type -> value)");
     out.push_back(std::move(v));
   }
   return out;

@@ -77,6 +77,7 @@ m::Roles rolesOf(const Variables& vs) {
     else if (v.role == "link") r.link = v.name;
     else if (v.role == "bytes") r.bytes = v.name;
     else if (v.role == "rank") r.rank = v.name;
+    else if (v.role == "element") r.element = v.name;
   }
   return r;
 }

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,6 +34,9 @@ struct Variable {
   // the device count): any value of its domain, an input of the gate that no
   // report lists as a configuration.
   bool probe = false;
+  // Enum in the element role: C++ element types (as clang spells their
+  // canonical type: "float", "__half", "c10::BFloat16") -> the value each is.
+  std::map<std::string, std::string> cpp_types;
   model::Sort sort() const {
     return type == Type::Int ? model::Sort::Int : type == Type::Bool ? model::Sort::Bool : model::Sort::Str;
   }
