@@ -243,3 +243,56 @@ TEST(Commands, ExplainTakesARuleNameAsWellAsItsCode) {
   EXPECT_EQ(lgtest::lines(bad.err), 1) << bad.err;
   EXPECT_NE(bad.err.find("LG001 admitted-no-kernel"), std::string::npos) << bad.err;
 }
+
+// A check that stops (exit 2) with --output still leaves a report that says
+// so: SARIF's invocation not successful with the reason as an error
+// notification (code scanning then shows the run as failed instead of
+// choking on an empty file), JSON the report's shape with `error`. The same
+// one line on stderr; a stale file from an earlier run is replaced.
+TEST_F(Work, AReportFileSaysWhyTheCheckStopped) {
+  fs::path tree = base_ / "tree";
+  std::ofstream(tree / "custom_all_reduce.py", std::ios::app) << "\ndef broken(:\n";
+  struct Case {
+    std::string args, what;
+    bool scan;
+  };
+  for (const Case& c : {Case{"check . --format sarif -o y.sarif", "custom_all_reduce.py", true},
+                        Case{"check --python nope.py --cpp nope.cuh --format sarif -o y.sarif", "nope.cuh", false},
+                        Case{"check . --format json -o y.json", "custom_all_reduce.py", true},
+                        Case{"check --python nope.py --cpp custom_all_reduce.cuh --format json -o y.json", "nope.py", false}}) {
+    bool sarif = c.args.find("sarif") != std::string::npos;
+    fs::path file = tree / (sarif ? "y.sarif" : "y.json");
+    std::ofstream(file) << "stale";
+    CliRun r = run(c.args, tree);
+    EXPECT_EQ(r.status, 2) << c.args << "\n" << r.err;
+    ASSERT_EQ(lgtest::lines(r.err), 1) << c.args << ": " << r.err;
+    ASSERT_EQ(r.err.rfind("layergate: error: ", 0), 0u) << r.err;
+    std::string reason = r.err.substr(18, r.err.size() - 19);
+    EXPECT_NE(reason.find(c.what), std::string::npos) << c.args << ": " << reason;
+    EXPECT_EQ(r.out, "") << c.args;
+    json j = json::parse(slurp(file));
+    if (sarif) {
+      EXPECT_EQ(j["version"], "2.1.0");
+      ASSERT_EQ(j["runs"].size(), 1u);
+      const json& run0 = j["runs"][0];
+      EXPECT_EQ(run0["tool"]["driver"]["name"], "layergate");
+      EXPECT_GE(run0["tool"]["driver"]["rules"].size(), 10u);
+      EXPECT_TRUE(run0["results"].empty());
+      const json& inv = run0["invocations"][0];
+      EXPECT_EQ(inv["executionSuccessful"], false) << inv.dump(2);
+      EXPECT_EQ(inv["exitCode"], 2);
+      ASSERT_EQ(inv["toolExecutionNotifications"].size(), 1u);
+      EXPECT_EQ(inv["toolExecutionNotifications"][0]["level"], "error");
+      EXPECT_EQ(inv["toolExecutionNotifications"][0]["message"]["text"], reason);
+    } else {
+      EXPECT_EQ(j["error"], reason) << j.dump(2);
+      EXPECT_EQ(j["tool"]["name"], "layergate");
+      EXPECT_FALSE(j.contains("summary")) << "nothing was counted: " << j.dump(2);
+      EXPECT_TRUE(j[c.scan ? "analyses" : "findings"].empty()) << j.dump(2);
+    }
+  }
+  // Without --output the report goes nowhere: stdout stays empty.
+  CliRun plain = run("check . --format sarif", tree);
+  EXPECT_EQ(plain.status, 2);
+  EXPECT_EQ(plain.out, "");
+}

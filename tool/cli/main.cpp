@@ -13,6 +13,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 
 #include "checks/Check.h"
@@ -171,6 +172,26 @@ int runScan(const CheckArgs& a, driver::ReportOut& out) {
   out.finish();
   int errors = driver::countAtLeast(s, model::Severity::Error);
   return exitStatus(a, errors, driver::countAtLeast(s, model::Severity::Warning) - errors);
+}
+
+// A check that stopped (exit status 2 or 3) with --output and a format for
+// machines: the file says so instead of being left empty, for CI uploads it
+// whatever the exit status (a SARIF upload of an empty file fails the job
+// with a message about JSON, not the reason). Never throws: the reason on
+// stderr is what matters.
+void writeFailedReport(const CheckArgs& a, const std::string& reason, int status) noexcept {
+  if (a.output.empty() || (a.format != "sarif" && a.format != "json")) return;
+  try {
+    // A directory scan (the paths in SARIF relative to it), or files.
+    bool files = !a.req.python_files.empty() || !a.req.cpp_files.empty() || a.paths.size() > 1;
+    if (!files && !a.paths.empty() && !std::filesystem::is_directory(a.paths[0]))
+      files = !std::filesystem::path(a.paths[0]).extension().empty();
+    std::string root = files ? "" : a.paths.empty() ? "." : a.paths[0];
+    std::ofstream out(a.output, std::ios::binary | std::ios::trunc);
+    out << (a.format == "sarif" ? report::renderSarifFailure(reason, status, {root, root})
+                                : report::renderJsonFailure(reason, status, !files));
+  } catch (...) {
+  }
 }
 
 int runCheck(CheckArgs a) {
@@ -449,7 +470,19 @@ int main(int argc, char** argv) {
       if (given("--rules")) ov.rules_dir = rules_dir;
       ca.command = driver::commandLine(argc, argv);
       if (given("--time-trace")) trace::start();
-      int status = runCheck(ca);
+      int status = kExitInternal;
+      try {
+        status = runCheck(ca);
+      } catch (const InputError& e) {
+        writeFailedReport(ca, e.what(), kExitUsage);
+        throw;
+      } catch (const std::bad_alloc&) {
+        writeFailedReport(ca, "out of memory", kExitUsage);
+        throw;
+      } catch (const std::exception& e) {
+        writeFailedReport(ca, std::string("internal error: ") + e.what(), kExitInternal);
+        throw;
+      }
       if (std::string why; !trace::finish(time_trace, &why))
         throw InputError(time_trace + ": cannot write the time trace: " + why);
       return status;

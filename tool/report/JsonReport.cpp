@@ -223,4 +223,17 @@ std::string renderJson(const Result& r) {
   return out.dump(2) + "\n";
 }
 
+std::string renderJsonFailure(const std::string& reason, int exit_code, bool scan) {
+  json out = {{"tool", {{"name", "layergate"}, {"version", LAYERGATE_VERSION}}}, {"error", reason}, {"exit_status", exit_code}};
+  if (scan) {
+    out["analyses"] = json::array();
+    out["not_analysed"] = json::array();
+  } else {
+    out["findings"] = json::array();
+    out["matrix"] = json::array();
+  }
+  out["notes"] = json::array();
+  return out.dump(2) + "\n";
+}
+
 }  // namespace layergate::report

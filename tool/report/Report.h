@@ -103,6 +103,13 @@ struct SarifOptions {
   std::string base;
 };
 std::string renderSarif(const Result& r, const SarifOptions& o = {});
+// A check that stopped before its report (exit status 2 or 3), as a log that
+// code scanning still reads: one run, the driver as usual, no results, the
+// invocation not successful and the one-line reason its error notification.
+std::string renderSarifFailure(const std::string& reason, int exit_code, const SarifOptions& o = {});
+// The same in JSON: the report's shape (scan: a directory's) with nothing in
+// it and `error`, the reason; no summary, for nothing was counted.
+std::string renderJsonFailure(const std::string& reason, int exit_code, bool scan);
 // A path's SARIF artifactLocation: uri (percent-encoded) and uriBaseId
 // ("%SRCROOT%", or "" for an absolute file: URI).
 struct SarifUri {
