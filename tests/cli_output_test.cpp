@@ -296,3 +296,16 @@ TEST_F(Work, AReportFileSaysWhyTheCheckStopped) {
   EXPECT_EQ(plain.status, 2);
   EXPECT_EQ(plain.out, "");
 }
+
+// `check` alone checks the working directory, as `ruff check` does.
+TEST_F(Work, CheckWithoutAPathChecksTheWorkingDirectory) {
+  CliRun dot = run("check . --color never", base_ / "tree");
+  CliRun none = run("check --color never", base_ / "tree");
+  EXPECT_EQ(none.status, 1) << none.err;
+  EXPECT_EQ(none.err, "");
+  EXPECT_EQ(none.out, dot.out);
+  EXPECT_NE(none.out.find("custom_all_reduce.py:97:9: error: world sizes 4, 6, 8"), std::string::npos) << none.out;
+  CliRun json_none = run("check --format json", base_ / "tree");
+  EXPECT_EQ(json_none.status, 1);
+  EXPECT_EQ(json::parse(json_none.out)["analyses"].size(), 1u);
+}

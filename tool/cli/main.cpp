@@ -207,6 +207,8 @@ int runCheck(CheckArgs a) {
     return kExitClean;
   }
   checkPlatform(a);
+  // No path and no files: the working directory, as `ruff check` takes it.
+  if (a.paths.empty() && a.req.python_files.empty() && a.req.cpp_files.empty()) a.paths.push_back(".");
   driver::ReportOut out(a.output);
   bool dir = false;
   for (const auto& p : a.paths) dir = dir || std::filesystem::is_directory(p);
@@ -227,8 +229,6 @@ int runCheck(CheckArgs a) {
     else
       throw InputError(p + ": not a directory, a Python file (.py) or a C++/CUDA file (.cuh, .cu, .h, .cpp, ...)");
   }
-  if (a.req.python_files.empty() && a.req.cpp_files.empty())
-    throw InputError("nothing to check: give a directory (layergate check .) or the files (--python FILE --cpp FILE)");
   auto analyseOnce = [&] {
     report::Result r = driver::analyse(a.req);
     if (a.platform != "all" && r.platform != a.platform)
