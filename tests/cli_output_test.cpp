@@ -309,3 +309,39 @@ TEST_F(Work, CheckWithoutAPathChecksTheWorkingDirectory) {
   EXPECT_EQ(json_none.status, 1);
   EXPECT_EQ(json::parse(json_none.out)["analyses"].size(), 1u);
 }
+
+// Colour: --color always/never wins; with auto, NO_COLOR (set, not empty)
+// turns it off, FORCE_COLOR (set, not empty) turns it on in a pipe, NO_COLOR
+// first; an empty value is not set.
+TEST_F(Work, ColourFollowsNoColorAndForceColor) {
+  struct Case {
+    const char *no_color, *force_color, *flag;
+    bool coloured;
+  };
+  const Case cases[] = {
+      {nullptr, nullptr, "", false},  // stdout is a file here
+      {nullptr, "1", "", true},
+      {nullptr, "", "", false},
+      {"1", nullptr, "--color always", true},
+      {"1", nullptr, "", false},
+      {"1", "1", "", false},
+      {"", "1", "", true},
+      {nullptr, "1", "--color never", false},
+      {nullptr, "1", "--color auto", true},
+  };
+  for (const auto& c : cases) {
+    auto set = [](const char* name, const char* v) { v ? ::setenv(name, v, 1) : ::unsetenv(name); };
+    set("NO_COLOR", c.no_color);
+    set("FORCE_COLOR", c.force_color);
+    CliRun r = run(std::string("check . ") + c.flag, base_ / "tree");
+    std::string label = std::string("NO_COLOR=") + (c.no_color ? c.no_color : "(unset)") +
+                        " FORCE_COLOR=" + (c.force_color ? c.force_color : "(unset)") + " " + c.flag;
+    EXPECT_EQ(r.status, 1) << label << r.err;
+    EXPECT_EQ(r.out.find("\033[") != std::string::npos, c.coloured) << label << "\n" << r.out;
+  }
+  ::unsetenv("NO_COLOR");
+  ::unsetenv("FORCE_COLOR");
+  // --output FILE on auto: no escapes in the file, whatever stdout is.
+  CliRun f = run("check . -o report.txt", base_ / "tree");
+  EXPECT_EQ(slurp(base_ / "tree" / "report.txt").find("\033["), std::string::npos);
+}

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -86,9 +87,24 @@ bool fixes(const CheckArgs& a, const std::vector<std::pair<std::string, report::
   return true;
 }
 
+// --color always/never wins; with auto, NO_COLOR (set and not empty: no-color.org)
+// turns colour off, else FORCE_COLOR (force-color.org) turns it on even in a
+// pipe or a file (a CI log that renders escapes), else a terminal on stdout
+// decides (never for --output FILE).
+bool useColor(const CheckArgs& a) {
+  if (a.color != "auto") return a.color == "always";
+  auto set = [](const char* name) {
+    const char* v = std::getenv(name);
+    return v && *v;
+  };
+  if (set("NO_COLOR")) return false;
+  if (set("FORCE_COLOR")) return true;
+  return a.output.empty() && isatty(STDOUT_FILENO);
+}
+
 report::TextOptions textOptions(const CheckArgs& a) {
   report::TextOptions o;
-  o.color = a.color == "always" || (a.color == "auto" && isatty(STDOUT_FILENO));
+  o.color = useColor(a);
   o.matrix = a.matrix || a.verbose;
   o.trace = a.trace || a.verbose;
   o.notes = a.verbose;
@@ -365,7 +381,8 @@ int main(int argc, char** argv) {
   check->add_option("--platform", ca.platform,
                     "Analyse only the gates of this platform (a target's \"platform\": cuda, rocm, ...), or all")
       ->capture_default_str();
-  check->add_option("--color", ca.color, "Colour in text output")->check(CLI::IsMember({"auto", "always", "never"}))->capture_default_str();
+  check->add_option("--color", ca.color,
+                    "Colour in text output (auto: NO_COLOR or FORCE_COLOR, set and not empty, else a terminal)")->check(CLI::IsMember({"auto", "always", "never"}))->capture_default_str();
   std::vector<std::string> select, ignore;
   check->add_option("--select", select, "Rules to run (codes or prefixes, comma-separated; replaces the configuration's)")
       ->delimiter(',')->type_name("CODES");
