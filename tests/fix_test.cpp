@@ -129,7 +129,8 @@ TEST(FixGuard, DescriptionSaysWhatItTurnsOffAndOverrides) {
   ASSERT_TRUE(fx);
   EXPECT_EQ(fx->description,
             "`return False` in should_custom_ar when self.world_size in (4, 6, 8) and not self.full_nvlink: turns off "
-            "the custom all-reduce for world sizes 4, 6, 8 without NVLink even when FORCE=1");
+            "the custom all-reduce for world sizes 4, 6, 8 without NVLink; behaviour change: FORCE=1 no longer turns it on "
+            "there");
 }
 
 // --fix --unsafe-fixes: a cell with a C++ branch gets the branch and no guard;

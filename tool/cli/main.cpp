@@ -63,10 +63,10 @@ struct CheckArgs {
 // written, and return true: the caller analyses the files again and reports
 // that. Sets *diffed when the diff was the output.
 bool fixes(const CheckArgs& a, const std::vector<std::pair<std::string, report::Result*>>& results,
-           driver::ReportOut& out, bool* diffed) {
+           driver::ReportOut& out, bool* diffed, driver::FixOutcome& o) {
   *diffed = false;
   if (!a.diff && !a.fix) return false;
-  driver::FixOutcome o = driver::runFixes(results, a.unsafe_fixes, a.fix && !a.diff);
+  o = driver::runFixes(results, a.unsafe_fixes, a.fix && !a.diff);
   if (a.diff) {
     out.stream() << o.diff;
     for (const auto& c : o.selftests)
@@ -76,13 +76,17 @@ bool fixes(const CheckArgs& a, const std::vector<std::pair<std::string, report::
   }
   // What was applied: with the text report on stdout, before it; else on stderr.
   std::ostream& say = a.format == "text" && a.output.empty() ? out.stream() : std::cerr;
+  // As ruff says it: fixes left out because they are unsafe are counted.
+  std::string hidden = o.unsafe_hidden == 0 ? std::string()
+                       : fmt::format("{} fix{} available with --unsafe-fixes", o.unsafe_hidden, o.unsafe_hidden == 1 ? "" : "es");
   if (o.files.empty()) {
-    say << "layergate: nothing to fix\n";
+    say << "layergate: " << (hidden.empty() ? "nothing to fix" : "nothing to fix safely; " + hidden) << "\n";
     return false;
   }
   say << "layergate: " << o.summary() << "\n";
   for (const auto& line : o.applied) say << "  " << line << "\n";
   for (const auto& c : o.selftests) say << "  prove the C++ branch on your GPUs (a machine of those configurations): " << c << "\n";
+  if (!hidden.empty()) say << "  " << hidden << " (not applied)\n";
   say << "layergate: after the fixes:\n";
   return true;
 }
@@ -172,7 +176,13 @@ int runScan(const CheckArgs& a, driver::ReportOut& out) {
   std::vector<std::pair<std::string, report::Result*>> with_base;
   for (auto& r : s.results) with_base.push_back({from_root ? a.paths[0] : "", &r});
   bool diffed = false;
-  if (fixes(a, with_base, out, &diffed)) s = analyseAll();
+  driver::FixOutcome fixed;
+  if (fixes(a, with_base, out, &diffed, fixed)) {
+    s = analyseAll();
+    with_base.clear();
+    for (auto& r : s.results) with_base.push_back({from_root ? a.paths[0] : "", &r});
+    driver::markUnproven(fixed, with_base);
+  }
   if (diffed) {
   } else if (a.format == "json") {
     out.stream() << driver::renderScanJson(s);
@@ -255,7 +265,11 @@ int runCheck(CheckArgs a) {
   };
   report::Result r = analyseOnce();
   bool diffed = false;
-  if (fixes(a, {{"", &r}}, out, &diffed)) r = analyseOnce();
+  driver::FixOutcome fixed;
+  if (fixes(a, {{"", &r}}, out, &diffed, fixed)) {
+    r = analyseOnce();
+    driver::markUnproven(fixed, {{"", &r}});
+  }
   if (diffed) {
   } else if (a.format == "json") {
     out.stream() << report::renderJson(r);

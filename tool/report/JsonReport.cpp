@@ -220,6 +220,8 @@ std::string renderJson(const Result& r) {
                            {"warnings", countAtLeast(r, model::Severity::Warning) - countAtLeast(r, model::Severity::Error)},
                            {"suppressed", countSuppressed(r)},
                            {"baselined", r.baselined}}}};
+  // C++ branches --unsafe-fixes inserted: counted as kernels, not yet run.
+  if (!r.unproven.empty()) out["unproven_branches"] = r.unproven;
   return out.dump(2) + "\n";
 }
 

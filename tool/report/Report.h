@@ -50,6 +50,10 @@ struct Result {
   // Why findings got no fix (also in gate.notes): the text report says it
   // under the findings, where the other notes are shown only on request.
   std::vector<std::string> fix_notes;
+  // Where `--fix --unsafe-fixes` inserted a C++ branch ("file:line:col"):
+  // its launch counts as a kernel here, though only `layergate selftest`
+  // shows it correct, and the report says so beside "no gaps".
+  std::vector<std::string> unproven;
 };
 
 struct TextOptions {
