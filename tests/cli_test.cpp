@@ -609,3 +609,30 @@ TEST(Cli, FixSaysWhatOnlyUnsafeFixesWouldDo) {
             json::array({"sgl-kernel/csrc/allreduce/custom_all_reduce.cuh:183:6"})) << uj.out;
   fs::remove_all(dir);
 }
+
+// --fix keeps a CRLF file's line endings: every line it inserts ends in CRLF,
+// the Python guard and the C++ branch alike, and the fixed files check clean.
+TEST(Cli, FixKeepsCrlfLineEndings) {
+  for (bool unsafe : {false, true}) {
+    fs::path dir = seedCopy(unsafe ? "crlf_unsafe" : "crlf");
+    for (const char* name : {"custom_all_reduce.py", "custom_all_reduce.cuh"}) {
+      std::string text = slurp(dir / name), crlf;
+      for (char c : text) crlf += c == '\n' ? std::string("\r\n") : std::string(1, c);
+      std::ofstream(dir / name, std::ios::binary | std::ios::trunc) << crlf;
+    }
+    std::string before = slurp(dir / (unsafe ? "custom_all_reduce.cuh" : "custom_all_reduce.py"));
+    CliRun r = lgtest::runCli(std::string(kSeedArgs) + " --fix" + (unsafe ? " --unsafe-fixes" : ""), dir);
+    EXPECT_EQ(r.status, 0) << r.out << r.err;
+    for (const char* name : {"custom_all_reduce.py", "custom_all_reduce.cuh"}) {
+      std::string after = slurp(dir / name);
+      std::size_t lf = 0, crlf = 0;
+      for (std::size_t i = 0; i < after.size(); ++i)
+        if (after[i] == '\n') ++lf, crlf += i > 0 && after[i - 1] == '\r';
+      EXPECT_EQ(crlf, lf) << name << (unsafe ? " (unsafe)" : "") << ": a line without CR\n" << after;
+    }
+    std::string after = slurp(dir / (unsafe ? "custom_all_reduce.cuh" : "custom_all_reduce.py"));
+    EXPECT_GT(after.size(), before.size()) << "no fix written";
+    EXPECT_NE(after.find(unsafe ? "} else {" : "return False  # layergate LG001"), std::string::npos) << after;
+    fs::remove_all(dir);
+  }
+}

@@ -60,6 +60,16 @@ TEST(FixApply, InsertsBeforeALineAndDeduplicates) {
   EXPECT_EQ(fix::applyEdits("a", {insertAt(2, "Z\n")}), "a\nZ\n");
 }
 
+// A CRLF file gets CRLF lines; a line ending the replacement already has
+// is kept; an LF file stays LF.
+TEST(FixApply, KeepsTheFilesLineEndings) {
+  std::string t = "a\r\nb\r\nc\r\n";
+  EXPECT_EQ(fix::applyEdits(t, {insertAt(2, "X\nY\n")}), "a\r\nX\r\nY\r\nb\r\nc\r\n");
+  EXPECT_EQ(fix::applyEdits(t, {insertAt(2, "X\r\n")}), "a\r\nX\r\nb\r\nc\r\n");
+  EXPECT_EQ(fix::applyEdits("a\r\nb", {insertAt(3, "Z\n")}), "a\r\nb\r\nZ\r\n");
+  EXPECT_EQ(fix::applyEdits("a\nb\n", {insertAt(2, "X\n")}), "a\nX\nb\n");
+}
+
 TEST(FixApply, ReplacesARangeAndRejectsOverlapsAndOutOfRange) {
   model::Edit e;
   e.file = "f.cuh";
