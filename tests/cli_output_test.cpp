@@ -345,3 +345,18 @@ TEST_F(Work, ColourFollowsNoColorAndForceColor) {
   CliRun f = run("check . -o report.txt", base_ / "tree");
   EXPECT_EQ(slurp(base_ / "tree" / "report.txt").find("\033["), std::string::npos);
 }
+
+// explain prints a rule's page for a terminal: a link as its text and where
+// it goes (a docs page by its path from the top of the repository), no
+// markdown link syntax; code blocks as written.
+TEST(Commands, ExplainPrintsLinksAsReadableText) {
+  CliRun e = lgtest::runCli("explain LG001", LAYERGATE_FIXTURES);
+  ASSERT_EQ(e.status, 0) << e.err;
+  EXPECT_NE(e.out.find("see policy gates (docs/policy-gates.md)"), std::string::npos) << e.out;
+  EXPECT_NE(e.out.find("(see usage (docs/usage.md))"), std::string::npos) << e.out;
+  EXPECT_EQ(e.out.find("]("), std::string::npos) << e.out;
+  EXPECT_EQ(e.out.find("../"), std::string::npos) << e.out;
+  EXPECT_NE(e.out.find("  if self.world_size in (4, 6, 8) and not self.full_nvlink:\n"), std::string::npos) << e.out;
+  CliRun e2 = lgtest::runCli("explain LG002", LAYERGATE_FIXTURES);
+  EXPECT_NE(e2.out.find("(targets (docs/targets.md): variables"), std::string::npos) << e2.out;
+}

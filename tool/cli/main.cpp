@@ -304,7 +304,7 @@ int runExplain(const std::string& id) {
     for (const auto& r : checks::allRules()) known += (known.empty() ? "" : ", ") + r.id + " " + r.name;
     throw InputError("unknown rule '" + id + "' (known: " + known + ")");
   }
-  std::cout << it->second;
+  std::cout << report::explainText(it->second);
   return kExitClean;
 }
 

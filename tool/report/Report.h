@@ -163,4 +163,8 @@ std::string suppressedText(int suppressed, int baselined);
 namespace layergate::report {
 // docs/rules/<ID>.md, embedded at build time: id -> markdown.
 const std::map<std::string, std::string>& ruleDocs();
+// A rule's markdown as `layergate explain` prints it (ExplainText.cpp): each
+// link as its text and where it goes ("policy gates (docs/policy-gates.md)"),
+// code as written.
+std::string explainText(const std::string& md);
 }  // namespace layergate::report
