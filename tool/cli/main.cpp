@@ -342,7 +342,8 @@ int main(int argc, char** argv) {
   std::string rules_dir;
   auto* check = app.add_subcommand("check", "Check a Python gate against a C++ dispatch (a directory: find them)");
   check->add_option("PATH", ca.paths,
-                    "A directory to scan for gates (see 'layergate targets'), or the files (.py gate, .cuh/.cu dispatch)")
+                    "A directory to scan for gates (see 'layergate targets'; default: the working directory), or the files "
+                    "(.py gate, .cuh/.cu dispatch)")
       ->type_name("PATH");
   check->add_option("--python,-p", ca.req.python_files, "Python gate module (custom_all_reduce.py)")
       ->type_name("FILE")
