@@ -252,11 +252,40 @@ TEST_F(BadInput, OverTheSizeLimitAndNotRegularFiles) {
                  "NUL byte in C++");
 }
 
-TEST_F(BadInput, UnreadableFileIsRejected) {
-  if (geteuid() == 0) GTEST_SKIP() << "root reads every file";
-  auto p = put("secret.py", gatePy());
+// Every missing input in the one line, not only the first one read.
+TEST_F(BadInput, MissingInputsAreNamedTogether) {
+  CliRun r = check(dir_ / "nope.py", dir_ / "nope.cuh");
+  expectRejected(r, "nope.py: no such file", "two missing files");
+  EXPECT_NE(r.err.find("nope.cuh: no such file"), std::string::npos) << r.err;
+  CliRun one = check(put("g.py", gatePy()), dir_ / "nope.cuh");
+  expectRejected(one, "nope.cuh: no such file", "missing dispatch");
+  EXPECT_EQ(one.err.find("g.py"), std::string::npos) << one.err;
+}
+
+// An unreadable file says "permission denied", given as a file or met in a
+// directory scan (where it would otherwise read as a file without the
+// class). Root reads every file: as root the command runs as nobody
+// (setpriv), else the test is skipped.
+TEST_F(BadInput, UnreadableFileSaysPermissionDenied) {
+  std::string as;
+  if (geteuid() == 0) {
+    if (std::system("setpriv --reuid=65534 --regid=65534 --clear-groups true 2>/dev/null") != 0)
+      GTEST_SKIP() << "root reads every file, and setpriv cannot drop to nobody here";
+    as = "--reuid=65534 --regid=65534 --clear-groups ";
+  }
+  auto p = put("tree/custom_all_reduce.py", gatePy());
+  auto cc = put("tree/custom_all_reduce.cuh", dispatchCuh());
   chmod(p.c_str(), 0);
-  expectRejected(check(p, put("d.cuh", dispatchCuh())), "secret.py", "unreadable");
+  auto run = [&](const std::string& args) {
+    if (as.empty()) return lgtest::runCli(args, dir_, 120);
+    // setpriv runs the binary as nobody; the test's own shell writes stdout and stderr.
+    return lgtest::runCli(args, dir_, 120, "setpriv " + as);
+  };
+  CliRun files = run("check --python " + quote(p.string()) + " --cpp " + quote(cc.string()));
+  expectRejected(files, "custom_all_reduce.py: permission denied", "unreadable gate");
+  CliRun scan = run("check tree");
+  expectRejected(scan, "custom_all_reduce.py is not one: cannot read it: permission denied", "unreadable gate in a scan");
+  EXPECT_EQ(scan.err.find("no class"), std::string::npos) << scan.err;
 }
 
 TEST_F(BadInput, EveryLimitHasAFlagAndSaysWhenItIsHit) {

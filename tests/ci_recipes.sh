@@ -114,6 +114,16 @@ run "$vl" 0 "${wf_cmds[0]}"
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert not [r for r in d["runs"][0]["results"] if r["level"]=="error"], d["runs"][0]["results"]' "$vl/layergate.sarif" ||
   fail "workflow: upstream vLLM should give no error results"
 
+# A tree with no gate: exit 2, and a SARIF that says the run failed and why.
+mkdir -p "$tmp/empty"
+run "$tmp/empty" 2 "${wf_cmds[0]}"
+python3 - "$tmp/empty/layergate.sarif" <<'PY' || fail "workflow: a stopped check must leave a SARIF that says so"
+import json, sys
+inv = json.load(open(sys.argv[1]))["runs"][0]["invocations"][0]
+assert inv["executionSuccessful"] is False, inv
+assert "no layered gate found" in inv["toolExecutionNotifications"][0]["message"]["text"], inv
+PY
+
 # The package workflow's command: the same verdicts.
 if [ "${deb_cmds[0]}" != "${wf_cmds[0]}" ]; then
   run "$sg" 1 "${deb_cmds[0]}"

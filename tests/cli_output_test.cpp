@@ -243,3 +243,120 @@ TEST(Commands, ExplainTakesARuleNameAsWellAsItsCode) {
   EXPECT_EQ(lgtest::lines(bad.err), 1) << bad.err;
   EXPECT_NE(bad.err.find("LG001 admitted-no-kernel"), std::string::npos) << bad.err;
 }
+
+// A check that stops (exit 2) with --output still leaves a report that says
+// so: SARIF's invocation not successful with the reason as an error
+// notification (code scanning then shows the run as failed instead of
+// choking on an empty file), JSON the report's shape with `error`. The same
+// one line on stderr; a stale file from an earlier run is replaced.
+TEST_F(Work, AReportFileSaysWhyTheCheckStopped) {
+  fs::path tree = base_ / "tree";
+  std::ofstream(tree / "custom_all_reduce.py", std::ios::app) << "\ndef broken(:\n";
+  struct Case {
+    std::string args, what;
+    bool scan;
+  };
+  for (const Case& c : {Case{"check . --format sarif -o y.sarif", "custom_all_reduce.py", true},
+                        Case{"check --python nope.py --cpp nope.cuh --format sarif -o y.sarif", "nope.cuh", false},
+                        Case{"check . --format json -o y.json", "custom_all_reduce.py", true},
+                        Case{"check --python nope.py --cpp custom_all_reduce.cuh --format json -o y.json", "nope.py", false}}) {
+    bool sarif = c.args.find("sarif") != std::string::npos;
+    fs::path file = tree / (sarif ? "y.sarif" : "y.json");
+    std::ofstream(file) << "stale";
+    CliRun r = run(c.args, tree);
+    EXPECT_EQ(r.status, 2) << c.args << "\n" << r.err;
+    ASSERT_EQ(lgtest::lines(r.err), 1) << c.args << ": " << r.err;
+    ASSERT_EQ(r.err.rfind("layergate: error: ", 0), 0u) << r.err;
+    std::string reason = r.err.substr(18, r.err.size() - 19);
+    EXPECT_NE(reason.find(c.what), std::string::npos) << c.args << ": " << reason;
+    EXPECT_EQ(r.out, "") << c.args;
+    json j = json::parse(slurp(file));
+    if (sarif) {
+      EXPECT_EQ(j["version"], "2.1.0");
+      ASSERT_EQ(j["runs"].size(), 1u);
+      const json& run0 = j["runs"][0];
+      EXPECT_EQ(run0["tool"]["driver"]["name"], "layergate");
+      EXPECT_GE(run0["tool"]["driver"]["rules"].size(), 10u);
+      EXPECT_TRUE(run0["results"].empty());
+      const json& inv = run0["invocations"][0];
+      EXPECT_EQ(inv["executionSuccessful"], false) << inv.dump(2);
+      EXPECT_EQ(inv["exitCode"], 2);
+      ASSERT_EQ(inv["toolExecutionNotifications"].size(), 1u);
+      EXPECT_EQ(inv["toolExecutionNotifications"][0]["level"], "error");
+      EXPECT_EQ(inv["toolExecutionNotifications"][0]["message"]["text"], reason);
+    } else {
+      EXPECT_EQ(j["error"], reason) << j.dump(2);
+      EXPECT_EQ(j["tool"]["name"], "layergate");
+      EXPECT_FALSE(j.contains("summary")) << "nothing was counted: " << j.dump(2);
+      EXPECT_TRUE(j[c.scan ? "analyses" : "findings"].empty()) << j.dump(2);
+    }
+  }
+  // Without --output the report goes nowhere: stdout stays empty.
+  CliRun plain = run("check . --format sarif", tree);
+  EXPECT_EQ(plain.status, 2);
+  EXPECT_EQ(plain.out, "");
+}
+
+// `check` alone checks the working directory, as `ruff check` does.
+TEST_F(Work, CheckWithoutAPathChecksTheWorkingDirectory) {
+  CliRun dot = run("check . --color never", base_ / "tree");
+  CliRun none = run("check --color never", base_ / "tree");
+  EXPECT_EQ(none.status, 1) << none.err;
+  EXPECT_EQ(none.err, "");
+  EXPECT_EQ(none.out, dot.out);
+  EXPECT_NE(none.out.find("custom_all_reduce.py:97:9: error: world sizes 4, 6, 8"), std::string::npos) << none.out;
+  CliRun json_none = run("check --format json", base_ / "tree");
+  EXPECT_EQ(json_none.status, 1);
+  EXPECT_EQ(json::parse(json_none.out)["analyses"].size(), 1u);
+}
+
+// Colour: --color always/never wins; with auto, NO_COLOR (set, not empty)
+// turns it off, FORCE_COLOR (set, not empty) turns it on in a pipe, NO_COLOR
+// first; an empty value is not set.
+TEST_F(Work, ColourFollowsNoColorAndForceColor) {
+  struct Case {
+    const char *no_color, *force_color, *flag;
+    bool coloured;
+  };
+  const Case cases[] = {
+      {nullptr, nullptr, "", false},  // stdout is a file here
+      {nullptr, "1", "", true},
+      {nullptr, "", "", false},
+      {"1", nullptr, "--color always", true},
+      {"1", nullptr, "", false},
+      {"1", "1", "", false},
+      {"", "1", "", true},
+      {nullptr, "1", "--color never", false},
+      {nullptr, "1", "--color auto", true},
+  };
+  for (const auto& c : cases) {
+    auto set = [](const char* name, const char* v) { v ? ::setenv(name, v, 1) : ::unsetenv(name); };
+    set("NO_COLOR", c.no_color);
+    set("FORCE_COLOR", c.force_color);
+    CliRun r = run(std::string("check . ") + c.flag, base_ / "tree");
+    std::string label = std::string("NO_COLOR=") + (c.no_color ? c.no_color : "(unset)") +
+                        " FORCE_COLOR=" + (c.force_color ? c.force_color : "(unset)") + " " + c.flag;
+    EXPECT_EQ(r.status, 1) << label << r.err;
+    EXPECT_EQ(r.out.find("\033[") != std::string::npos, c.coloured) << label << "\n" << r.out;
+  }
+  ::unsetenv("NO_COLOR");
+  ::unsetenv("FORCE_COLOR");
+  // --output FILE on auto: no escapes in the file, whatever stdout is.
+  CliRun f = run("check . -o report.txt", base_ / "tree");
+  EXPECT_EQ(slurp(base_ / "tree" / "report.txt").find("\033["), std::string::npos);
+}
+
+// explain prints a rule's page for a terminal: a link as its text and where
+// it goes (a docs page by its path from the top of the repository), no
+// markdown link syntax; code blocks as written.
+TEST(Commands, ExplainPrintsLinksAsReadableText) {
+  CliRun e = lgtest::runCli("explain LG001", LAYERGATE_FIXTURES);
+  ASSERT_EQ(e.status, 0) << e.err;
+  EXPECT_NE(e.out.find("see policy gates (docs/policy-gates.md)"), std::string::npos) << e.out;
+  EXPECT_NE(e.out.find("(see usage (docs/usage.md))"), std::string::npos) << e.out;
+  EXPECT_EQ(e.out.find("]("), std::string::npos) << e.out;
+  EXPECT_EQ(e.out.find("../"), std::string::npos) << e.out;
+  EXPECT_NE(e.out.find("  if self.world_size in (4, 6, 8) and not self.full_nvlink:\n"), std::string::npos) << e.out;
+  CliRun e2 = lgtest::runCli("explain LG002", LAYERGATE_FIXTURES);
+  EXPECT_NE(e2.out.find("(targets (docs/targets.md): variables"), std::string::npos) << e2.out;
+}

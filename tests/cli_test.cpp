@@ -322,16 +322,16 @@ TEST(Cli, DiffIsAUnifiedDiffThatPatchApplies) {
 TEST(Cli, FindingsWithAFixSayItInEveryFormat) {
   CliRun t = layergate(check("seed-force-pcie/custom_all_reduce.py", "seed-force-pcie/custom_all_reduce.cuh", "--no-matrix --color never"));
   EXPECT_EQ(t.status, 1);
-  EXPECT_NE(t.out.find("note: safe fix (--fix): `return False` in should_custom_ar when self.world_size in (4, 6, 8) and "
-                       "not self.full_nvlink: turns off the custom all-reduce for world sizes 4, 6, 8 without NVLink even "
-                       "when SGLANG_FORCE_CUSTOM_AR_PCIE=1\n"),
-            std::string::npos)
-      << t.out;
+  const std::string description =
+      "`return False` in should_custom_ar when self.world_size in (4, 6, 8) and not self.full_nvlink: turns off the "
+      "custom all-reduce for world sizes 4, 6, 8 without NVLink; behaviour change: SGLANG_FORCE_CUSTOM_AR_PCIE=1 no "
+      "longer turns it on there";
+  EXPECT_NE(t.out.find("note: safe fix (--fix): " + description + "\n"), std::string::npos) << t.out;
   CliRun j = layergate(check("seed-force-pcie/custom_all_reduce.py", "seed-force-pcie/custom_all_reduce.cuh", "--format json"));
   json f = json::parse(j.out)["findings"][0];
   ASSERT_TRUE(f.contains("fix")) << f.dump(2);
   EXPECT_EQ(f["fix"]["safety"], "safe");
-  EXPECT_TRUE(f["fix"]["description"].is_string());
+  EXPECT_EQ(f["fix"]["description"], description);
   const json& e = f["fix"]["edits"][0];
   EXPECT_EQ(e["file"], "seed-force-pcie/custom_all_reduce.py");
   EXPECT_EQ(e["start"], e["end"]);
@@ -344,6 +344,7 @@ TEST(Cli, FindingsWithAFixSayItInEveryFormat) {
   EXPECT_EQ(ch["artifactLocation"]["uri"], "seed-force-pcie/custom_all_reduce.py");
   EXPECT_EQ(ch["replacements"][0]["deletedRegion"]["startLine"], e["start"]["line"]);
   EXPECT_EQ(ch["replacements"][0]["insertedContent"]["text"], e["replacement"]);
+  EXPECT_EQ(res["fixes"][0]["description"]["text"], description);
 }
 
 TEST(Cli, UnsafeFixIsMarkedInEveryFormat) {
@@ -397,8 +398,12 @@ TEST(Cli, UnsafeFixesOnlyWhenAskedAndInsteadOfTheGuard) {
   EXPECT_NE(r.out.find("layergate selftest --header custom_all_reduce.cuh --python custom_all_reduce.py "
                        "--target custom-allreduce\n"),
             std::string::npos) << r.out;
-  // After the fix: every cell the gate admits, the opened ones too, reaches a kernel.
-  EXPECT_NE(r.out.find("\nno gaps: 8 configurations admitted, each reaches a kernel\n"), std::string::npos) << r.out;
+  // After the fix: every cell the gate admits, the opened ones too, reaches
+  // a kernel, one of them the inserted branch that nothing has run yet.
+  EXPECT_NE(r.out.find("\nno gaps: 8 configurations admitted, each reaches a kernel, counting the C++ branch "
+                       "--unsafe-fixes inserted at custom_all_reduce.cuh:182:6: unproven until `layergate selftest` "
+                       "runs it\n"),
+            std::string::npos) << r.out;
   EXPECT_NE(slurp(dir / "custom_all_reduce.cuh"), cuh);
   EXPECT_EQ(slurp(dir / "custom_all_reduce.py"), py);
   CliRun again = lgtest::runCli(kSeedArgs, dir);
@@ -611,4 +616,61 @@ TEST(Cli, AChecksCppBesideTheGivenFilesIsRead) {
   EXPECT_NE(anotes.find("should_custom_ar, a check the gate calls through an op, is defined in no given file"),
             std::string::npos)
       << anotes;
+
+// --fix where only unsafe fixes exist says so, in ruff's words, instead of
+// "nothing to fix"; with --unsafe-fixes the re-check's "no gaps" says the
+// inserted branch is unproven, in the text and in JSON.
+TEST(Cli, FixSaysWhatOnlyUnsafeFixesWouldDo) {
+  fs::path dir = fs::temp_directory_path() / ("lg_fixcli_hidden_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::copy(fs::path(LAYERGATE_FIXTURES) / "sglang-helper-module-pcie", dir, fs::copy_options::recursive);
+  CliRun r = lgtest::runCli("check . --fix --color never", dir);
+  EXPECT_EQ(r.status, 1) << r.out << r.err;
+  EXPECT_EQ(r.out.rfind("layergate: nothing to fix safely; 1 fix available with --unsafe-fixes\n", 0), 0u) << r.out;
+  CliRun j = lgtest::runCli("check . --fix --format json", dir);
+  EXPECT_EQ(j.err, "layergate: nothing to fix safely; 1 fix available with --unsafe-fixes\n");
+  CliRun u = lgtest::runCli("check . --fix --unsafe-fixes --color never", dir);
+  EXPECT_EQ(u.status, 0) << u.out << u.err;
+  EXPECT_NE(u.out.find("  unsafe fix at sgl-kernel/csrc/allreduce/custom_all_reduce.cuh:183:6: "), std::string::npos) << u.out;
+  EXPECT_NE(u.out.find("\nno gaps: 8 configurations admitted, each reaches a kernel, counting the C++ branch --unsafe-fixes inserted at sgl-kernel/csrc/allreduce/custom_all_reduce.cuh:183:6: "
+                       "unproven until `layergate selftest` runs it"),
+            std::string::npos) << u.out;
+  // A later check of the fixed files knows nothing of the fix: plain "no gaps".
+  CliRun again = lgtest::runCli("check . --format json", dir);
+  EXPECT_EQ(again.status, 0) << again.out;
+  EXPECT_FALSE(json::parse(again.out)["analyses"][0].contains("unproven_branches"));
+  fs::remove_all(dir);
+  fs::copy(fs::path(LAYERGATE_FIXTURES) / "sglang-helper-module-pcie", dir, fs::copy_options::recursive);
+  CliRun uj = lgtest::runCli("check . --fix --unsafe-fixes --format json", dir);
+  EXPECT_EQ(uj.status, 0) << uj.err;
+  EXPECT_EQ(json::parse(uj.out)["analyses"][0]["unproven_branches"],
+            json::array({"sgl-kernel/csrc/allreduce/custom_all_reduce.cuh:183:6"})) << uj.out;
+  fs::remove_all(dir);
+}
+
+// --fix keeps a CRLF file's line endings: every line it inserts ends in CRLF,
+// the Python guard and the C++ branch alike, and the fixed files check clean.
+TEST(Cli, FixKeepsCrlfLineEndings) {
+  for (bool unsafe : {false, true}) {
+    fs::path dir = seedCopy(unsafe ? "crlf_unsafe" : "crlf");
+    for (const char* name : {"custom_all_reduce.py", "custom_all_reduce.cuh"}) {
+      std::string text = slurp(dir / name), crlf;
+      for (char c : text) crlf += c == '\n' ? std::string("\r\n") : std::string(1, c);
+      std::ofstream(dir / name, std::ios::binary | std::ios::trunc) << crlf;
+    }
+    std::string before = slurp(dir / (unsafe ? "custom_all_reduce.cuh" : "custom_all_reduce.py"));
+    CliRun r = lgtest::runCli(std::string(kSeedArgs) + " --fix" + (unsafe ? " --unsafe-fixes" : ""), dir);
+    EXPECT_EQ(r.status, 0) << r.out << r.err;
+    for (const char* name : {"custom_all_reduce.py", "custom_all_reduce.cuh"}) {
+      std::string after = slurp(dir / name);
+      std::size_t lf = 0, crlf = 0;
+      for (std::size_t i = 0; i < after.size(); ++i)
+        if (after[i] == '\n') ++lf, crlf += i > 0 && after[i - 1] == '\r';
+      EXPECT_EQ(crlf, lf) << name << (unsafe ? " (unsafe)" : "") << ": a line without CR\n" << after;
+    }
+    std::string after = slurp(dir / (unsafe ? "custom_all_reduce.cuh" : "custom_all_reduce.py"));
+    EXPECT_GT(after.size(), before.size()) << "no fix written";
+    EXPECT_NE(after.find(unsafe ? "} else {" : "return False  # layergate LG001"), std::string::npos) << after;
+    fs::remove_all(dir);
+  }
 }

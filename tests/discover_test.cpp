@@ -271,6 +271,25 @@ TEST_F(Tree, ExtendsErrorsAreOneLine) {
   EXPECT_TRUE(t[1].discovery.python_paths.empty());  // discovery is never inherited
 }
 
+// A user's --rules directory is read as strictly as the bundled one: a
+// misspelled key is exit 2 with one line, not a target on its defaults.
+TEST_F(Tree, AMisspelledKeyInAUsersTargetIsExitTwo) {
+  fs::copy(target::defaultRulesDir(), root_ / "rules", fs::copy_options::recursive);
+  std::string t = slurp(root_ / "rules/targets/quick-allreduce.json");
+  auto at = t.find("\"platform\"");
+  ASSERT_NE(at, std::string::npos);
+  t.replace(at, 10, "\"plaform\"");
+  put(root_ / "rules/targets/quick-allreduce.json", t);
+  sglang(root_ / "tree");
+  CliRun r = lgtest::runCli("check tree --rules rules", root_, 120);
+  EXPECT_EQ(r.status, 2) << r.out << r.err;
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_EQ(r.err.rfind("layergate: error: ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find("rules/targets/quick-allreduce.json: unknown key \"plaform\" (did you mean \"platform\"?)\n"),
+            std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "");
+}
+
 // --- the walk ---------------------------------------------------------------------
 
 TEST_F(Tree, SglangCheckoutWithNoiseFindsOneGateAndSkipsCopiesAndLoops) {

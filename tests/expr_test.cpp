@@ -150,6 +150,32 @@ TEST(Target, RejectsBadDescriptionsWithAOneLineReason) {
   }
 }
 
+// Every key of a target file is one the reader knows: a misspelled one is a
+// one-line error naming its path and the nearest known key, at every level
+// (the top, a section, a map's entry, a list's item); the user's own names
+// (probes, members, call outputs) are free.
+TEST(Target, UnknownKeysAreErrorsWithTheNearestKnownOne) {
+  const std::string base = R"({"name":"t","python":{"classes":["G"],"probes":{"anything_goes":"x"}},)"
+                           R"("cpp":{"dispatch_functions":["f"],"members":{"m_":"x"}})";
+  EXPECT_EQ(target::parseTarget(base + "}", "x.json").python.probes.size(), 1u);
+  for (const auto& [extra, message] : std::vector<std::pair<std::string, std::string>>{
+           {R"("plaform":"rocm")", R"(x.json: unknown key "plaform" (did you mean "platform"?))"},
+           {R"("discovery":{"pyhton":["a.py"]})", R"(x.json: unknown key "discovery.pyhton" (did you mean "discovery.python"?))"},
+           {R"("variables":[{"name":"w","type":"int","min":1,"max":2,"rol":"ranks"}])",
+            R"(x.json: unknown key "variables[0].rol" (did you mean "variables[0].role"?))"},
+           {R"("python":{"classes":["G"],"call_outputs":{"a":{"method":"m","call":"c","argumnet":1}}})",
+            R"(x.json: unknown key "python.call_outputs.a.argumnet" (did you mean "python.call_outputs.a.argument"?))"},
+           {R"("zzzzzzzzzz":1)", R"(x.json: unknown key "zzzzzzzzzz" (known: )"}}) {
+    try {
+      target::parseTarget(base + "," + extra + "}", "x.json");
+      ADD_FAILURE() << "accepted: " << extra;
+    } catch (const InputError& e) {
+      EXPECT_EQ(std::string(e.what()).rfind(message, 0), 0u) << e.what();
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+    }
+  }
+}
+
 // Roles: which declared variable is the cells' group size, link flag, message
 // size and rank. Each role once, with its type (the rank a probe, the others
 // configurations), and the three axes together; a probe may be any integer.

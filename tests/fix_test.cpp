@@ -60,6 +60,16 @@ TEST(FixApply, InsertsBeforeALineAndDeduplicates) {
   EXPECT_EQ(fix::applyEdits("a", {insertAt(2, "Z\n")}), "a\nZ\n");
 }
 
+// A CRLF file gets CRLF lines; a line ending the replacement already has
+// is kept; an LF file stays LF.
+TEST(FixApply, KeepsTheFilesLineEndings) {
+  std::string t = "a\r\nb\r\nc\r\n";
+  EXPECT_EQ(fix::applyEdits(t, {insertAt(2, "X\nY\n")}), "a\r\nX\r\nY\r\nb\r\nc\r\n");
+  EXPECT_EQ(fix::applyEdits(t, {insertAt(2, "X\r\n")}), "a\r\nX\r\nb\r\nc\r\n");
+  EXPECT_EQ(fix::applyEdits("a\r\nb", {insertAt(3, "Z\n")}), "a\r\nb\r\nZ\r\n");
+  EXPECT_EQ(fix::applyEdits("a\nb\n", {insertAt(2, "X\n")}), "a\nX\nb\n");
+}
+
 TEST(FixApply, ReplacesARangeAndRejectsOverlapsAndOutOfRange) {
   model::Edit e;
   e.file = "f.cuh";
@@ -129,7 +139,8 @@ TEST(FixGuard, DescriptionSaysWhatItTurnsOffAndOverrides) {
   ASSERT_TRUE(fx);
   EXPECT_EQ(fx->description,
             "`return False` in should_custom_ar when self.world_size in (4, 6, 8) and not self.full_nvlink: turns off "
-            "the custom all-reduce for world sizes 4, 6, 8 without NVLink even when FORCE=1");
+            "the custom all-reduce for world sizes 4, 6, 8 without NVLink; behaviour change: FORCE=1 no longer turns it on "
+            "there");
 }
 
 // --fix --unsafe-fixes: a cell with a C++ branch gets the branch and no guard;

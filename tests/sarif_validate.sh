@@ -22,7 +22,27 @@ status=0
 status=0
 "$lg" check trace-cpp-env-algo --format sarif >"$tmp/chain.sarif" || status=$?
 [ "$status" = 1 ] || { echo "expected exit 1 from trace-cpp-env-algo, got $status"; exit 1; }
-for f in "$tmp/seed.sarif" "$tmp/clean.sarif" "$tmp/chain.sarif"; do
+# A check that stops (exit 2: a Python syntax error in the gate) still writes
+# a valid log, which says the run failed and why: what code scanning shows
+# instead of rejecting an empty file.
+status=0
+"$lg" check --python bad/syntax_error.py --cpp sglang-upstream/custom_all_reduce.cuh --format sarif -o "$tmp/failed.sarif" \
+  2>"$tmp/failed.err" || status=$?
+[ "$status" = 2 ] || { echo "expected exit 2 from a gate with a syntax error, got $status"; exit 1; }
+python3 - "$tmp/failed.sarif" "$tmp/failed.err" <<'PY'
+import json, sys
+run = json.load(open(sys.argv[1]))["runs"][0]
+err = open(sys.argv[2]).read()
+assert err.startswith("layergate: error: ") and err.count("\n") == 1, err
+assert run["results"] == [], run["results"]
+inv = run["invocations"][0]
+assert inv["executionSuccessful"] is False and inv["exitCode"] == 2, inv
+notes = inv["toolExecutionNotifications"]
+assert len(notes) == 1 and notes[0]["level"] == "error", notes
+assert notes[0]["message"]["text"] == err[len("layergate: error: "):-1], (notes, err)
+print("failed run ok:", notes[0]["message"]["text"])
+PY
+for f in "$tmp/seed.sarif" "$tmp/clean.sarif" "$tmp/chain.sarif" "$tmp/failed.sarif"; do
   python3 - "$pkg/sarif-2.1.0.json" "$f" <<'PY'
 import json, sys
 import jsonschema
@@ -115,7 +135,7 @@ python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d["runs"
 mt=$pkg/Sarif.Multitool
 chmod +x "$mt" 2>/dev/null || true
 if [ -x "$mt" ]; then
-  for f in seed chain; do
+  for f in seed chain failed; do
     timeout 300 "$mt" validate "$tmp/$f.sarif" -o "$tmp/validation-$f.sarif" >"$tmp/mt.log" 2>&1 || { cat "$tmp/mt.log"; exit 1; }
     python3 - "$tmp/validation-$f.sarif" <<'PY'
 import json, sys

@@ -1,5 +1,11 @@
 #include "cli/Analysis.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -27,6 +33,33 @@ namespace layergate::driver {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// Why a file cannot be opened for reading, in lower case as a compiler says
+// it ("permission denied"); "" when it can.
+std::string openError(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    ::close(fd);
+    return "";
+  }
+  std::string why = std::strerror(errno);
+  if (!why.empty()) why[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(why[0])));
+  return why;
+}
+
+}  // namespace
+
+void requireReadable(const std::vector<std::string>& paths) {
+  std::string why;
+  for (const auto& p : paths) {
+    std::error_code ec;
+    std::string e = !fs::exists(fs::status(p, ec)) ? "no such file" : fs::is_directory(p, ec) ? "" : openError(p);
+    if (!e.empty() && why.find(p + ": ") == std::string::npos) why += (why.empty() ? "" : "; ") + p + ": " + e;
+  }
+  if (!why.empty()) throw InputError(why);
+}
+
 std::string readSource(const std::string& path, std::size_t max_bytes) {
   std::error_code ec;
   auto st = fs::status(path, ec);
@@ -38,7 +71,10 @@ std::string readSource(const std::string& path, std::size_t max_bytes) {
     throw InputError(path + ": file is " + std::to_string(size) + " bytes, over the limit of " +
                      std::to_string(max_bytes) + " (--max-file-bytes)");
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path + ": cannot read file (permission denied?)");
+  if (!in) {
+    std::string why = openError(path);
+    throw InputError(path + ": cannot read the file: " + (why.empty() ? "open failed" : why));
+  }
   std::ostringstream ss;
   ss << in.rdbuf();
   if (in.bad()) throw InputError(path + ": read error");
@@ -209,6 +245,9 @@ void markRoutes(report::Result& r, solve::Solver& solver, const model::Roles& ro
 report::Result analyse(const Request& req) {
   if (req.python_files.empty()) throw InputError("no Python gate file given (--python FILE)");
   if (req.cpp_files.empty()) throw InputError("no C++ dispatch file given (--cpp FILE)");
+  std::vector<std::string> inputs = req.python_files;
+  inputs.insert(inputs.end(), req.cpp_files.begin(), req.cpp_files.end());
+  requireReadable(inputs);
   target::Target tgt = req.target.empty() ? targetByContent(req) : selectTarget(req.rules_dir, req.target);
   if (tgt.variables.empty())
     throw InputError("target " + tgt.name + " declares no configuration variables (\"variables\", docs/targets.md)");

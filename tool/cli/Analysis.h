@@ -54,4 +54,9 @@ void finishFindings(const Request& req, report::Result& r);
 // file, unreadable or larger than max_bytes.
 std::string readSource(const std::string& path, std::size_t max_bytes);
 
+// Every input that cannot be opened for reading, all named in one
+// InputError ("a.py: no such file; b.cuh: permission denied"), so that a
+// user fixes them in one go; nothing when all can be read.
+void requireReadable(const std::vector<std::string>& paths);
+
 }  // namespace layergate::driver

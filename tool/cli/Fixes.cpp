@@ -66,7 +66,19 @@ FixOutcome runFixes(const std::vector<std::pair<std::string, report::Result*>>& 
       if (x.safety == model::FixSafety::Unsafe && !x.edits.empty()) {
         std::string cmd = selftestCommand(base, *r, x.edits[0].file);
         if (std::find(o.selftests.begin(), o.selftests.end(), cmd) == o.selftests.end()) o.selftests.push_back(cmd);
+        o.branches.push_back({joined(base, x.edits[0].file), at});
       }
+    }
+    if (!unsafe) {
+      std::vector<const model::Fix*> hidden;
+      for (const auto& f : r->findings) {
+        if (f.suppressed || std::find(plan.guarded.begin(), plan.guarded.end(), &f) != plan.guarded.end()) continue;
+        for (const auto& x : f.fixes)
+          if (x.safety == model::FixSafety::Unsafe &&
+              std::none_of(hidden.begin(), hidden.end(), [&](const model::Fix* h) { return h->edits == x.edits; }))
+            hidden.push_back(&x);
+      }
+      o.unsafe_hidden += static_cast<int>(hidden.size());
     }
     for (const auto& [file, es] : plan.edits) {
       std::string path = joined(base, file);
@@ -89,6 +101,13 @@ FixOutcome runFixes(const std::vector<std::pair<std::string, report::Result*>>& 
     if (!out) throw InputError(path + ": cannot write the fixed file");
   }
   return o;
+}
+
+void markUnproven(const FixOutcome& o, const std::vector<std::pair<std::string, report::Result*>>& results) {
+  for (const auto& [base, r] : results)
+    for (const auto& b : o.branches)
+      for (const auto& f : r->cpp_files)
+        if (joined(base, f) == b.path) r->unproven.push_back(b.at);
 }
 
 }  // namespace layergate::driver

@@ -24,9 +24,23 @@ struct FixOutcome {
   std::vector<std::string> files;     // the files changed
   std::vector<std::string> applied;   // "safe fix at FILE:LINE:COL: description", one per fix taken
   std::vector<std::string> selftests; // `layergate selftest --header ... --python ...`, one per C++ branch
+  // Without --unsafe-fixes: the unsafe fixes of findings no safe fix covers
+  // (ruff's hidden fixes), each once.
+  int unsafe_hidden = 0;
+  // With it: each C++ branch taken, by the path of its file and where it goes
+  // ("custom_all_reduce.cuh:182:6"): a launch the analysis counts as a kernel
+  // though nothing has run it yet.
+  struct Branch {
+    std::string path, at;
+  };
+  std::vector<Branch> branches;
   std::string summary() const;        // "fixed 3 configurations in 1 file"
 };
 
 FixOutcome runFixes(const std::vector<std::pair<std::string, report::Result*>>& results, bool unsafe, bool write);
+
+// After the fixed files are analysed again: each result whose C++ files hold
+// a branch the fixes inserted says so (report::Result::unproven).
+void markUnproven(const FixOutcome& o, const std::vector<std::pair<std::string, report::Result*>>& results);
 
 }  // namespace layergate::driver

@@ -12,7 +12,9 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 
 #include "checks/Check.h"
@@ -61,10 +63,10 @@ struct CheckArgs {
 // written, and return true: the caller analyses the files again and reports
 // that. Sets *diffed when the diff was the output.
 bool fixes(const CheckArgs& a, const std::vector<std::pair<std::string, report::Result*>>& results,
-           driver::ReportOut& out, bool* diffed) {
+           driver::ReportOut& out, bool* diffed, driver::FixOutcome& o) {
   *diffed = false;
   if (!a.diff && !a.fix) return false;
-  driver::FixOutcome o = driver::runFixes(results, a.unsafe_fixes, a.fix && !a.diff);
+  o = driver::runFixes(results, a.unsafe_fixes, a.fix && !a.diff);
   if (a.diff) {
     out.stream() << o.diff;
     for (const auto& c : o.selftests)
@@ -74,20 +76,39 @@ bool fixes(const CheckArgs& a, const std::vector<std::pair<std::string, report::
   }
   // What was applied: with the text report on stdout, before it; else on stderr.
   std::ostream& say = a.format == "text" && a.output.empty() ? out.stream() : std::cerr;
+  // As ruff says it: fixes left out because they are unsafe are counted.
+  std::string hidden = o.unsafe_hidden == 0 ? std::string()
+                       : fmt::format("{} fix{} available with --unsafe-fixes", o.unsafe_hidden, o.unsafe_hidden == 1 ? "" : "es");
   if (o.files.empty()) {
-    say << "layergate: nothing to fix\n";
+    say << "layergate: " << (hidden.empty() ? "nothing to fix" : "nothing to fix safely; " + hidden) << "\n";
     return false;
   }
   say << "layergate: " << o.summary() << "\n";
   for (const auto& line : o.applied) say << "  " << line << "\n";
   for (const auto& c : o.selftests) say << "  prove the C++ branch on your GPUs (a machine of those configurations): " << c << "\n";
+  if (!hidden.empty()) say << "  " << hidden << " (not applied)\n";
   say << "layergate: after the fixes:\n";
   return true;
 }
 
+// --color always/never wins; with auto, NO_COLOR (set and not empty: no-color.org)
+// turns colour off, else FORCE_COLOR (force-color.org) turns it on even in a
+// pipe or a file (a CI log that renders escapes), else a terminal on stdout
+// decides (never for --output FILE).
+bool useColor(const CheckArgs& a) {
+  if (a.color != "auto") return a.color == "always";
+  auto set = [](const char* name) {
+    const char* v = std::getenv(name);
+    return v && *v;
+  };
+  if (set("NO_COLOR")) return false;
+  if (set("FORCE_COLOR")) return true;
+  return a.output.empty() && isatty(STDOUT_FILENO);
+}
+
 report::TextOptions textOptions(const CheckArgs& a) {
   report::TextOptions o;
-  o.color = a.color == "always" || (a.color == "auto" && isatty(STDOUT_FILENO));
+  o.color = useColor(a);
   o.matrix = a.matrix || a.verbose;
   o.trace = a.trace || a.verbose;
   o.notes = a.verbose;
@@ -155,7 +176,13 @@ int runScan(const CheckArgs& a, driver::ReportOut& out) {
   std::vector<std::pair<std::string, report::Result*>> with_base;
   for (auto& r : s.results) with_base.push_back({from_root ? a.paths[0] : "", &r});
   bool diffed = false;
-  if (fixes(a, with_base, out, &diffed)) s = analyseAll();
+  driver::FixOutcome fixed;
+  if (fixes(a, with_base, out, &diffed, fixed)) {
+    s = analyseAll();
+    with_base.clear();
+    for (auto& r : s.results) with_base.push_back({from_root ? a.paths[0] : "", &r});
+    driver::markUnproven(fixed, with_base);
+  }
   if (diffed) {
   } else if (a.format == "json") {
     out.stream() << driver::renderScanJson(s);
@@ -173,6 +200,26 @@ int runScan(const CheckArgs& a, driver::ReportOut& out) {
   return exitStatus(a, errors, driver::countAtLeast(s, model::Severity::Warning) - errors);
 }
 
+// A check that stopped (exit status 2 or 3) with --output and a format for
+// machines: the file says so instead of being left empty, for CI uploads it
+// whatever the exit status (a SARIF upload of an empty file fails the job
+// with a message about JSON, not the reason). Never throws: the reason on
+// stderr is what matters.
+void writeFailedReport(const CheckArgs& a, const std::string& reason, int status) noexcept {
+  if (a.output.empty() || (a.format != "sarif" && a.format != "json")) return;
+  try {
+    // A directory scan (the paths in SARIF relative to it), or files.
+    bool files = !a.req.python_files.empty() || !a.req.cpp_files.empty() || a.paths.size() > 1;
+    if (!files && !a.paths.empty() && !std::filesystem::is_directory(a.paths[0]))
+      files = !std::filesystem::path(a.paths[0]).extension().empty();
+    std::string root = files ? "" : a.paths.empty() ? "." : a.paths[0];
+    std::ofstream out(a.output, std::ios::binary | std::ios::trunc);
+    out << (a.format == "sarif" ? report::renderSarifFailure(reason, status, {root, root})
+                                : report::renderJsonFailure(reason, status, !files));
+  } catch (...) {
+  }
+}
+
 int runCheck(CheckArgs a) {
   configure(a);
   // The text report lists a family's admitted regions, and per cell the
@@ -186,6 +233,8 @@ int runCheck(CheckArgs a) {
     return kExitClean;
   }
   checkPlatform(a);
+  // No path and no files: the working directory, as `ruff check` takes it.
+  if (a.paths.empty() && a.req.python_files.empty() && a.req.cpp_files.empty()) a.paths.push_back(".");
   driver::ReportOut out(a.output);
   bool dir = false;
   for (const auto& p : a.paths) dir = dir || std::filesystem::is_directory(p);
@@ -206,8 +255,6 @@ int runCheck(CheckArgs a) {
     else
       throw InputError(p + ": not a directory, a Python file (.py) or a C++/CUDA file (.cuh, .cu, .h, .cpp, ...)");
   }
-  if (a.req.python_files.empty() && a.req.cpp_files.empty())
-    throw InputError("nothing to check: give a directory (layergate check .) or the files (--python FILE --cpp FILE)");
   auto analyseOnce = [&] {
     report::Result r = driver::analyse(a.req);
     if (a.platform != "all" && r.platform != a.platform)
@@ -218,7 +265,11 @@ int runCheck(CheckArgs a) {
   };
   report::Result r = analyseOnce();
   bool diffed = false;
-  if (fixes(a, {{"", &r}}, out, &diffed)) r = analyseOnce();
+  driver::FixOutcome fixed;
+  if (fixes(a, {{"", &r}}, out, &diffed, fixed)) {
+    r = analyseOnce();
+    driver::markUnproven(fixed, {{"", &r}});
+  }
   if (diffed) {
   } else if (a.format == "json") {
     out.stream() << report::renderJson(r);
@@ -253,7 +304,7 @@ int runExplain(const std::string& id) {
     for (const auto& r : checks::allRules()) known += (known.empty() ? "" : ", ") + r.id + " " + r.name;
     throw InputError("unknown rule '" + id + "' (known: " + known + ")");
   }
-  std::cout << it->second;
+  std::cout << report::explainText(it->second);
   return kExitClean;
 }
 
@@ -291,7 +342,8 @@ int main(int argc, char** argv) {
   std::string rules_dir;
   auto* check = app.add_subcommand("check", "Check a Python gate against a C++ dispatch (a directory: find them)");
   check->add_option("PATH", ca.paths,
-                    "A directory to scan for gates (see 'layergate targets'), or the files (.py gate, .cuh/.cu dispatch)")
+                    "A directory to scan for gates (see 'layergate targets'; default: the working directory), or the files "
+                    "(.py gate, .cuh/.cu dispatch)")
       ->type_name("PATH");
   check->add_option("--python,-p", ca.req.python_files, "Python gate module (custom_all_reduce.py)")
       ->type_name("FILE")
@@ -344,7 +396,8 @@ int main(int argc, char** argv) {
   check->add_option("--platform", ca.platform,
                     "Analyse only the gates of this platform (a target's \"platform\": cuda, rocm, ...), or all")
       ->capture_default_str();
-  check->add_option("--color", ca.color, "Colour in text output")->check(CLI::IsMember({"auto", "always", "never"}))->capture_default_str();
+  check->add_option("--color", ca.color,
+                    "Colour in text output (auto: NO_COLOR or FORCE_COLOR, set and not empty, else a terminal)")->check(CLI::IsMember({"auto", "always", "never"}))->capture_default_str();
   std::vector<std::string> select, ignore;
   check->add_option("--select", select, "Rules to run (codes or prefixes, comma-separated; replaces the configuration's)")
       ->delimiter(',')->type_name("CODES");
@@ -449,7 +502,19 @@ int main(int argc, char** argv) {
       if (given("--rules")) ov.rules_dir = rules_dir;
       ca.command = driver::commandLine(argc, argv);
       if (given("--time-trace")) trace::start();
-      int status = runCheck(ca);
+      int status = kExitInternal;
+      try {
+        status = runCheck(ca);
+      } catch (const InputError& e) {
+        writeFailedReport(ca, e.what(), kExitUsage);
+        throw;
+      } catch (const std::bad_alloc&) {
+        writeFailedReport(ca, "out of memory", kExitUsage);
+        throw;
+      } catch (const std::exception& e) {
+        writeFailedReport(ca, std::string("internal error: ") + e.what(), kExitInternal);
+        throw;
+      }
       if (std::string why; !trace::finish(time_trace, &why))
         throw InputError(time_trace + ": cannot write the time trace: " + why);
       return status;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -286,9 +287,16 @@ void walk(const std::string& root, const Options& o, const NameFilter& keep, Res
 
 // At most max_bytes of the file (a buffer of the file's size, not of the
 // bound: zeroing megabytes per file cost more than reading it).
-std::string readText(const std::string& path, std::size_t max_bytes = 8u << 20) {
+// error: why the file could not be opened ("permission denied"), when it could not.
+std::string readText(const std::string& path, std::size_t max_bytes = 8u << 20, std::string* error = nullptr) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return {};
+  if (!in) {
+    if (error) {
+      *error = std::strerror(errno);
+      if (!error->empty()) (*error)[0] = static_cast<char>(std::tolower(static_cast<unsigned char>((*error)[0])));
+    }
+    return {};
+  }
   std::string s;
   char buf[1 << 16];
   while (s.size() < max_bytes && in.read(buf, static_cast<std::streamsize>(std::min(sizeof buf, max_bytes - s.size())))
@@ -320,6 +328,7 @@ bool isIdent(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c =
 // Python, its module-level functions.
 struct FileFacts {
   bool read = false;
+  std::string unreadable;  // why the file could not be read ("permission denied")
   std::set<std::string> classes;
   std::set<std::string> methods;  // C++: wanted function names declared or defined (not only called)
   int module_functions = 0;
@@ -683,9 +692,11 @@ Result discover(const std::string& root, const std::vector<target::Target>& targ
       isCc = isCc || matchesAny(t.discovery.cpp_paths, f);
       isPort = isPort || matchesAny(variants[k], f);
     }
-    if (isPy) py_of[i] = pythonFacts(readText(root + "/" + f));
-    if (isCc) cc_of[i] = {kCc, cppFacts(readText(root + "/" + f), cppClasses)};
-    else if (isPort) cc_of[i] = {kPort, cppFacts(readText(root + "/" + f), cppClasses, cppFunctions)};
+    std::string error;
+    if (isPy) py_of[i] = pythonFacts(readText(root + "/" + f, 8u << 20, &error)), py_of[i]->unreadable = error;
+    if (isCc) cc_of[i] = {kCc, cppFacts(readText(root + "/" + f, 8u << 20, &error), cppClasses)};
+    else if (isPort) cc_of[i] = {kPort, cppFacts(readText(root + "/" + f, 8u << 20, &error), cppClasses, cppFunctions)};
+    if (isCc || isPort) cc_of[i].second.unreadable = error;
   });
   for (std::size_t i = 0; i < r.candidates.size(); ++i) {
     const std::string& f = r.candidates[i];
@@ -769,7 +780,8 @@ Result discover(const std::string& root, const std::vector<target::Target>& targ
           if (std::find(wanted.begin(), wanted.end(), n) == wanted.end()) wanted.push_back(n);
       }
       if (taken) continue;
-      std::string why = "no class " + joinNames(wanted, " or ");
+      // An unreadable file says why, not that it lacks the class.
+      std::string why = !x.unreadable.empty() ? "cannot read it: " + x.unreadable : "no class " + joinNames(wanted, " or ");
       if (python && x.classes.empty() && x.module_functions > 0)
         why += " (" + std::to_string(x.module_functions) + " module-level function" + (x.module_functions == 1 ? "" : "s") +
                " and no class: an op-wrapper module, not a gate)";

@@ -58,13 +58,27 @@ std::string applyEdits(const std::string& text, std::vector<model::Edit> edits) 
   for (std::size_t i = 1; i < ops.size(); ++i)
     if (std::get<0>(ops[i]) < std::get<1>(ops[i - 1]))
       throw InputError(fmt::format("{}: fix edits overlap", uniq.front().file));
+  // A file with CRLF line endings (its first line's) gets CRLF lines: an
+  // editor or git with autocrlf would otherwise show every inserted line as
+  // changed, and a mixed file as broken.
+  std::size_t first_nl = text.find('\n');
+  const bool crlf = first_nl != std::string::npos && first_nl > 0 && text[first_nl - 1] == '\r';
+  auto endings = [&](const std::string& r) {
+    if (!crlf) return r;
+    std::string o;
+    for (std::size_t i = 0; i < r.size(); ++i) {
+      if (r[i] == '\n' && (i == 0 || r[i - 1] != '\r')) o += '\r';
+      o += r[i];
+    }
+    return o;
+  };
   std::string out;
   std::size_t at = 0;
   for (const auto& [a, b, r] : ops) {
     out.append(text, at, a - at);
     // an insertion after a last line that has no newline starts a new line
-    if (a == text.size() && a > 0 && text.back() != '\n' && a == b) out += '\n';
-    out += r;
+    if (a == text.size() && a > 0 && text.back() != '\n' && a == b) out += crlf ? "\r\n" : "\n";
+    out += endings(r);
     at = b;
   }
   out.append(text, at, std::string::npos);

@@ -83,17 +83,20 @@ std::optional<model::Fix> guardFix(const model::Gate& gate, const std::vector<co
                                                                       : "the C++ dispatch throws for these";
   // What it turns off, and which setting it overrides: the fast path is off
   // in these cells for every message size, whatever the environment says.
+  // That override is a behaviour change, said as one: whoever set the
+  // variable gets the slow path there from now on.
   std::string settings;
   for (const auto& [k, vs] : overridden) {
     if (vs.empty()) continue;
-    std::string one = k + (vs.size() == 1 ? "=" : " is ");
+    std::string one = k + "=";
     for (std::size_t i = 0; i < vs.size(); ++i) one += (i == 0 ? "" : i + 1 == vs.size() ? " or " : ", ") + vs[i];
     settings += (settings.empty() ? "" : " or ") + one;
   }
   model::Fix fx;
   fx.safety = model::FixSafety::Safe;
   fx.description = fmt::format("`{}` in {} when {}: turns off the custom all-reduce for {}{}", site.reject, site.method,
-                               cond, model::cellsText(cells), settings.empty() ? "" : " even when " + settings);
+                               cond, model::cellsText(cells),
+                               settings.empty() ? "" : "; behaviour change: " + settings + " no longer turns it on there");
   model::Edit e;
   e.file = site.file;
   e.start = e.end = {site.line, 1};

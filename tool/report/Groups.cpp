@@ -300,6 +300,12 @@ std::string cleanText(const Result& r) {
                                     admitted == 1 ? "" : "s");
   if (elsewhere) s += fmt::format("; {} routed elsewhere, not analysed here", elsewhere);
   if (suppressed) s.replace(0, 7, "no gaps reported"), s += fmt::format(" ({} suppressed)", suppressed);
+  if (!r.unproven.empty()) {
+    std::string at;
+    for (const auto& u : r.unproven) at += (at.empty() ? "" : ", ") + u;
+    s += fmt::format(", counting the C++ branch{} --unsafe-fixes inserted at {}: unproven until `layergate selftest` runs it",
+                     r.unproven.size() == 1 ? "" : "es", at);
+  }
   return s;
 }
 

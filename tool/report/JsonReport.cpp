@@ -225,6 +225,21 @@ std::string renderJson(const Result& r) {
                            {"warnings", countAtLeast(r, model::Severity::Warning) - countAtLeast(r, model::Severity::Error)},
                            {"suppressed", countSuppressed(r)},
                            {"baselined", r.baselined}}}};
+  // C++ branches --unsafe-fixes inserted: counted as kernels, not yet run.
+  if (!r.unproven.empty()) out["unproven_branches"] = r.unproven;
+  return out.dump(2) + "\n";
+}
+
+std::string renderJsonFailure(const std::string& reason, int exit_code, bool scan) {
+  json out = {{"tool", {{"name", "layergate"}, {"version", LAYERGATE_VERSION}}}, {"error", reason}, {"exit_status", exit_code}};
+  if (scan) {
+    out["analyses"] = json::array();
+    out["not_analysed"] = json::array();
+  } else {
+    out["findings"] = json::array();
+    out["matrix"] = json::array();
+  }
+  out["notes"] = json::array();
   return out.dump(2) + "\n";
 }
 

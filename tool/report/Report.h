@@ -50,6 +50,10 @@ struct Result {
   // Why findings got no fix (also in gate.notes): the text report says it
   // under the findings, where the other notes are shown only on request.
   std::vector<std::string> fix_notes;
+  // Where `--fix --unsafe-fixes` inserted a C++ branch ("file:line:col"):
+  // its launch counts as a kernel here, though only `layergate selftest`
+  // shows it correct, and the report says so beside "no gaps".
+  std::vector<std::string> unproven;
 };
 
 struct TextOptions {
@@ -103,6 +107,13 @@ struct SarifOptions {
   std::string base;
 };
 std::string renderSarif(const Result& r, const SarifOptions& o = {});
+// A check that stopped before its report (exit status 2 or 3), as a log that
+// code scanning still reads: one run, the driver as usual, no results, the
+// invocation not successful and the one-line reason its error notification.
+std::string renderSarifFailure(const std::string& reason, int exit_code, const SarifOptions& o = {});
+// The same in JSON: the report's shape (scan: a directory's) with nothing in
+// it and `error`, the reason; no summary, for nothing was counted.
+std::string renderJsonFailure(const std::string& reason, int exit_code, bool scan);
 // A path's SARIF artifactLocation: uri (percent-encoded) and uriBaseId
 // ("%SRCROOT%", or "" for an absolute file: URI).
 struct SarifUri {
@@ -152,4 +163,8 @@ std::string suppressedText(int suppressed, int baselined);
 namespace layergate::report {
 // docs/rules/<ID>.md, embedded at build time: id -> markdown.
 const std::map<std::string, std::string>& ruleDocs();
+// A rule's markdown as `layergate explain` prints it (ExplainText.cpp): each
+// link as its text and where it goes ("policy gates (docs/policy-gates.md)"),
+// code as written.
+std::string explainText(const std::string& md);
 }  // namespace layergate::report

@@ -149,20 +149,10 @@ std::string firstParagraph(const std::string& md, const std::string& heading) {
   return p;
 }
 
-}  // namespace
-
-SarifUri sarifUri(const std::string& path, const SarifOptions& given) {
-  SarifOptions o{absoluteDir(given.srcroot).string(), absoluteDir(given.base).string()};
-  std::string rel = rootRelative(path, o);
-  if (!rel.empty()) return {uriOf(rel), "%SRCROOT%"};
-  return {"file://" + uriOf((fs::path(o.base) / path).lexically_normal().generic_string()), ""};
-}
-
-std::string renderSarif(const Result& r, const SarifOptions& given) {
-  const SarifOptions o{absoluteDir(given.srcroot).string(), absoluteDir(given.base).string()};
-  const std::string srcroot = fs::path(o.srcroot).generic_string();
+// The driver's rules, each with its page and documentation; index: rule id
+// -> its position (a result's ruleIndex).
+json rulesJson(std::map<std::string, int>& index) {
   json rules = json::array();
-  std::map<std::string, int> index;
   for (const auto& rule : checks::allRules()) {
     const auto& docs = ruleDocs();
     auto it = docs.find(rule.id);
@@ -186,6 +176,40 @@ std::string renderSarif(const Result& r, const SarifOptions& given) {
     index[rule.id] = static_cast<int>(rules.size());
     rules.push_back(jr);
   }
+  return rules;
+}
+
+// A SARIF log of one run: the tool's driver with its rules, %SRCROOT% (the
+// folder checked) and the results.
+json sarifLog(const std::string& srcroot, const json& rules, const json& results) {
+  return {{"$schema", "https://json.schemastore.org/sarif-2.1.0.json"},
+          {"version", "2.1.0"},
+          {"runs", json::array({{{"tool", {{"driver", {{"name", "layergate"},
+                                                        {"version", LAYERGATE_VERSION},
+                                                        {"semanticVersion", LAYERGATE_VERSION},
+                                                        {"informationUri", LAYERGATE_HOMEPAGE},
+                                                        {"rules", rules}}}}},
+                                 {"originalUriBaseIds",
+                                  {{"%SRCROOT%", {{"uri", "file://" + uriOf(srcroot == "/" ? srcroot : srcroot + "/")},
+                                                  {"description", {{"text", "The folder layergate checked"}}}}}}},
+                                 {"columnKind", "unicodeCodePoints"},
+                                 {"results", results}}})}};
+}
+
+}  // namespace
+
+SarifUri sarifUri(const std::string& path, const SarifOptions& given) {
+  SarifOptions o{absoluteDir(given.srcroot).string(), absoluteDir(given.base).string()};
+  std::string rel = rootRelative(path, o);
+  if (!rel.empty()) return {uriOf(rel), "%SRCROOT%"};
+  return {"file://" + uriOf((fs::path(o.base) / path).lexically_normal().generic_string()), ""};
+}
+
+std::string renderSarif(const Result& r, const SarifOptions& given) {
+  const SarifOptions o{absoluteDir(given.srcroot).string(), absoluteDir(given.base).string()};
+  const std::string srcroot = fs::path(o.srcroot).generic_string();
+  std::map<std::string, int> index;
+  json rules = rulesJson(index);
   json results = json::array();
   for (const auto& f : r.findings) {
     // The message, then each related location as a link: code scanning
@@ -279,18 +303,7 @@ std::string renderSarif(const Result& r, const SarifOptions& given) {
     res["properties"] = props;
     results.push_back(res);
   }
-  json out = {{"$schema", "https://json.schemastore.org/sarif-2.1.0.json"},
-              {"version", "2.1.0"},
-              {"runs", json::array({{{"tool", {{"driver", {{"name", "layergate"},
-                                                            {"version", LAYERGATE_VERSION},
-                                                            {"semanticVersion", LAYERGATE_VERSION},
-                                                            {"informationUri", LAYERGATE_HOMEPAGE},
-                                                            {"rules", rules}}}}},
-                                     {"originalUriBaseIds",
-                                      {{"%SRCROOT%", {{"uri", "file://" + uriOf(srcroot == "/" ? srcroot : srcroot + "/")},
-                                                      {"description", {{"text", "The folder layergate checked"}}}}}}},
-                                     {"columnKind", "unicodeCodePoints"},
-                                     {"results", results}}})}};
+  json out = sarifLog(srcroot, rules, results);
   // Configurations routed to another op library are not analysed here: a
   // tool execution notification, so that code scanning does not read their
   // silence as a proof.
@@ -312,6 +325,18 @@ std::string renderSarif(const Result& r, const SarifOptions& given) {
     }
     out["runs"][0]["invocations"] = json::array({{{"executionSuccessful", true}, {"toolExecutionNotifications", notes}}});
   }
+  return out.dump(2) + "\n";
+}
+
+std::string renderSarifFailure(const std::string& reason, int exit_code, const SarifOptions& given) {
+  std::map<std::string, int> index;
+  json out = sarifLog(fs::path(absoluteDir(given.srcroot)).generic_string(), rulesJson(index), json::array());
+  // As CodeQL and Semgrep say a run that stopped: no results, the execution
+  // not successful, the reason an error notification.
+  out["runs"][0]["invocations"] = json::array(
+      {{{"executionSuccessful", false},
+        {"exitCode", exit_code},
+        {"toolExecutionNotifications", json::array({{{"level", "error"}, {"message", {{"text", reason}}}}})}}});
   return out.dump(2) + "\n";
 }
 

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/Errors.h"
+#include "target/Keys.h"
 #include "target/Paths.h"
 
 namespace layergate::target {
@@ -253,6 +254,7 @@ json parseJson(const std::string& text, const std::string& origin) {
     throw InputError(origin + ": not valid JSON: " + e.what());
   }
   if (!j.is_object()) throw InputError(origin + ": a target must be a JSON object");
+  checkKeys(j, origin);
   return j;
 }
 
