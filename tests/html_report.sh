@@ -4,7 +4,7 @@
 # whose name holds '<', '>' and '&'), and the test reads back
 #  - the DOM Chromium built (--dump-dom): the 16 matrix cells, the LG001 gap
 #    cells for world sizes 4, 6, 8 without NVLink (and no other gap cell), the
-#    three findings, the flag trace from the Python probe to the C++ branch,
+#    one diagnostic card for those three cells, the flag trace from the Python probe to the C++ branch,
 #    relative file:line links, the folder name escaped as text;
 #  - a screenshot (--screenshot, 1400x1000): a PNG of that size with content.
 # Exit 77 (skipped) where Chromium is not installed.

@@ -1,6 +1,7 @@
 // The pre-deployment report as one self-contained HTML page: what was
 // checked (checkout, commit, date, command line) and the summary first, then
-// per gate every finding with its locations, counterexample and fixes, the
+// per gate every diagnostic (one card, as the text report counts them) with
+// its locations, counterexample, configurations and fixes, the
 // configuration matrix as a coloured grid (world size × NVLink, each cell's
 // admitted sizes over the dispatch's size ranges), and the flag trace drawn
 // as a path of boxes from the Python probe to the C++ branch. Inline CSS only: no scripts, no
