@@ -116,6 +116,46 @@ TEST(Fingerprint, SurvivesLineMovesAndChangesWithTheFindingsLineOrCell) {
   EXPECT_EQ(twice[1].fingerprint, a[0].fingerprint + "-2");
 }
 
+// The seed's fingerprints, as layergate has written them since baselines
+// came in: the diagnostic is shown at the check the patch opened, and the
+// fingerprints still hash the admitting line, so an existing baseline holds.
+TEST(Fingerprint, AnUnchangedFindingKeepsItsFingerprint) {
+  Copy c("stable");
+  report::Result r = c.analyse();
+  ASSERT_EQ(r.findings.size(), 3u);
+  EXPECT_EQ(r.findings[0].locations[0].role, "opened");  // the primary line
+  EXPECT_EQ(prints(r), (std::vector<std::string>{"LG001 160e03633aa60e33", "LG001 7de144f89dc729fd", "LG001 2ee29c47e993acbf"}));
+  // A finding's fingerprint does not depend on which line comes first.
+  std::map<std::string, model::SourceText> files;
+  files["g.py"] = {"if ws > 2 and not x:\n    pass\nreturn True\n", {}};
+  model::Finding admitted;
+  admitted.rule = "LG001";
+  admitted.config.world_size = 4;
+  admitted.locations.push_back({"g.py", 3, 1, "gate", ""});
+  model::Finding opened = admitted;
+  opened.locations.insert(opened.locations.begin(), model::Location{"g.py", 1, 1, "opened", ""});
+  std::vector<model::Finding> both = {admitted};
+  report::assignFingerprints(both, files);
+  std::vector<model::Finding> other = {opened};
+  report::assignFingerprints(other, files);
+  EXPECT_EQ(both[0].fingerprint, other[0].fingerprint);
+}
+
+TEST(Baseline, SarifOfOneResultPerDiagnosticOrPerConfiguration) {
+  fs::path file = fs::temp_directory_path() / ("lg-baseline-sarif-" + std::to_string(::getpid()) + ".sarif");
+  // One result standing for three configurations, each with its fingerprint.
+  std::ofstream(file) << R"({"runs": [{"results": [{"ruleId": "LG001", "partialFingerprints": {"layergateFinding/v2": "a"},
+    "properties": {"configurations": [{"fingerprint": "a"}, {"fingerprint": "b"}, {"fingerprint": "c"}]}}]}]})";
+  report::Baseline b = report::readBaseline(file.string());
+  EXPECT_EQ(b, (report::Baseline{{"a", 1}, {"b", 1}, {"c", 1}}));
+  // An older layergate's: one result per configuration.
+  std::ofstream(file) << R"({"runs": [{"results": [{"ruleId": "LG001", "partialFingerprints": {"layergateFinding/v2": "a"}},
+    {"ruleId": "LG001", "partialFingerprints": {"layergateFinding/v2": "b"}}]}]})";
+  b = report::readBaseline(file.string());
+  EXPECT_EQ(b, (report::Baseline{{"a", 1}, {"b", 1}}));
+  fs::remove(file);
+}
+
 TEST(Baseline, HidesWhatItHoldsOnceEach) {
   fs::path file = fs::temp_directory_path() / ("lg-baseline-" + std::to_string(::getpid()) + ".json");
   Copy c("apply");

@@ -4,7 +4,7 @@
 # from the .deb) and the pre-commit hook's entry, and
 # runs them (with the layergate under test first on PATH) in fixture trees laid
 # out like an SGLang fork with the seed bug (expects exit 1, SARIF with the
-# three LG001 results) and like upstream vLLM (expects exit 0).
+# one LG001 result of three configurations) and like upstream vLLM (expects exit 0).
 set -euo pipefail
 lg=$1 root=$2
 workflow=$root/examples/github-actions/layergate.yml
@@ -94,14 +94,15 @@ hook_cmd() {  # the command pre-commit runs in DIR
   fi
 }
 
-# GitHub Actions: the seed bug gives exit 1 and a SARIF file with its three results.
+# GitHub Actions: the seed bug gives exit 1 and a SARIF file with its one result (three configurations).
 run "$sg" 1 "${wf_cmds[0]}"
 python3 - "$sg/layergate.sarif" <<'PY' || fail "workflow: bad SARIF"
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["version"] == "2.1.0"
 res = d["runs"][0]["results"]
-assert len(res) == 3 and all(r["ruleId"] == "LG001" for r in res), res
+assert len(res) == 1 and res[0]["ruleId"] == "LG001", res
+assert [c["world_size"] for c in res[0]["properties"]["configurations"]] == [4, 6, 8], res[0]["properties"]
 uri = res[0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
 assert uri == "python/sglang/srt/distributed/device_communicators/custom_all_reduce.py", uri
 PY

@@ -115,13 +115,15 @@ print("code scanning ok:", sys.argv[1], n, "artifact locations resolved")
 PY
 done
 # The checkout scanned from its parent: URIs relative to the checkout, not
-# to the working directory; every result with the flag trace's 11 hops.
+# to the working directory; one result for the one diagnostic (its three
+# configurations in properties), with the flag trace's 11 hops.
 python3 - "$tmp/chain.sarif" "$root/fixtures/trace-cpp-env-algo" <<'PY'
 import json, os, sys
 run = json.load(open(sys.argv[1]))["runs"][0]
 assert run["originalUriBaseIds"]["%SRCROOT%"]["uri"] == "file://" + os.path.normpath(sys.argv[2]) + "/", run["originalUriBaseIds"]
-assert len(run["results"]) == 3, len(run["results"])
+assert len(run["results"]) == 1, len(run["results"])
 for res in run["results"]:
+    assert [c["world_size"] for c in res["properties"]["configurations"]] == [4, 6, 8], res["properties"]
     uri = res["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
     assert uri.startswith("python/sglang/"), uri
     steps = res["codeFlows"][0]["threadFlows"][0]["locations"]
@@ -129,9 +131,10 @@ for res in run["results"]:
     assert steps[0]["location"]["message"]["text"] == "1. probe", steps[0]
     assert steps[-1]["location"]["message"]["text"] == "11. branch condition", steps[-1]
     assert steps[-1]["location"]["physicalLocation"]["artifactLocation"]["uri"].startswith("sgl-kernel/"), steps[-1]
-print("trace ok: 3 results with an 11-step code flow")
+print("trace ok: 1 result of 3 configurations with an 11-step code flow")
 PY
-python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d["runs"][0]["results"])==3, "seed: 3 results"' "$tmp/seed.sarif"
+# One result per diagnostic: the seed's text report says "1 error (3 configurations)".
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d["runs"][0]["results"])==1, "seed: 1 result"' "$tmp/seed.sarif"
 mt=$pkg/Sarif.Multitool
 chmod +x "$mt" 2>/dev/null || true
 if [ -x "$mt" ]; then

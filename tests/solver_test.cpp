@@ -125,10 +125,13 @@ TEST(Solver, SeedScenarioGivesLG001ForFourSixEightPcieOnlyWithTheEnvVar) {
   EXPECT_EQ(f.config.env[0].second.value_or(""), "1");
   EXPECT_EQ(*f.config.nbytes % 16, 0);
   EXPECT_LT(*f.config.nbytes, 8 << 20);
-  // Primary location: the per-call return; then the opened constructor check; then the C++ fall-through.
+  // Primary location: the opened constructor check (where the configurations
+  // got in); then the per-call return that admits them; then the C++ fall-through.
   ASSERT_GE(f.locations.size(), 3u);
-  EXPECT_EQ(f.locations[0].line, 40);
-  EXPECT_EQ(f.locations[1].line, 20);
+  EXPECT_EQ(f.locations[0].line, 20);
+  EXPECT_EQ(f.locations[0].role, "opened");
+  EXPECT_EQ(f.locations[1].line, 40);
+  EXPECT_EQ(f.locations[1].role, "gate");
   EXPECT_EQ(f.locations[2].role, "dispatch");
   EXPECT_EQ(f.locations[2].line, 11);
   EXPECT_EQ(f.locations[3].line, 34);  // expansion: REDUCE_CASE(4)

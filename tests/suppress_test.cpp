@@ -145,3 +145,41 @@ TEST(Suppress, TextInAStringDoesNotSuppress) {
   ASSERT_EQ(fs.size(), 1u);
   EXPECT_FALSE(fs[0].suppressed);
 }
+
+// A gap a patch opened: its first location (the primary, which every format
+// prints) is the opened check, the admitting line comes after it.
+TEST(Suppress, TheCommentGoesOnThePrimaryLineAndTheAdmittingLineStillHolds) {
+  auto gap = [] {
+    model::Finding f;
+    f.rule = "LG001";
+    f.locations.push_back({"g.py", 2, 9, "opened", "check opened by X=1: ws > 2"});
+    f.locations.push_back({"g.py", 4, 17, "gate", "admits: return True"});
+    f.locations.push_back({"d.cuh", 9, 3, "dispatch", "no kernel on this path"});
+    return f;
+  };
+  const std::string code = "def f():\n    if ws > 2 and not x:\n        return False\n    return True\n";
+  auto with = [&](int line) {
+    std::string text = code;
+    std::size_t at = 0;
+    for (int i = 1; i < line; ++i) at = text.find('\n', at) + 1;
+    text.insert(text.find('\n', at), "  # layergate: ignore[LG001]");
+    return pyFile("g.py", text);
+  };
+  // On the primary line: suppressed, and the comment is used (no LG011).
+  std::vector<model::Finding> fs = {gap(), gap()};
+  report::applySuppressions(fs, with(2), all);
+  ASSERT_EQ(fs.size(), 2u) << fs.back().message;
+  EXPECT_TRUE(fs[0].suppressed && fs[1].suppressed);
+  // On the admitting line, where the primary was before: still suppressed.
+  fs = {gap()};
+  report::applySuppressions(fs, with(4), all);
+  ASSERT_EQ(fs.size(), 1u) << fs.back().message;
+  EXPECT_TRUE(fs[0].suppressed);
+  // Elsewhere (a line of the gate that is only on the path): unused.
+  fs = {gap()};
+  report::applySuppressions(fs, with(3), all);
+  EXPECT_FALSE(fs[0].suppressed);
+  ASSERT_EQ(fs.size(), 2u);
+  EXPECT_EQ(fs[1].rule, "LG011");
+  EXPECT_EQ(fs[1].locations[0].line, 3);
+}

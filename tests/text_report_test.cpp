@@ -26,8 +26,9 @@ model::Finding gap(std::int64_t ws, const std::string& sizes = "16 B .. 8 MiB - 
   f.config.full_nvlink = false;
   f.config.nbytes = 16;
   f.config.env.push_back({"FORCE", env});
-  f.locations.push_back(at("g.py", 137, 17, "gate", "admits: return inp_size < self.max_size"));
+  // the primary first: the check the patch opened, then the admitting line
   f.locations.push_back(at("g.py", 97, 9, "opened", "check opened by FORCE=" + env + ": world_size > 2 and not full_nvlink"));
+  f.locations.push_back(at("g.py", 137, 17, "gate", "admits: return inp_size < self.max_size"));
   f.locations.push_back(at("d.cuh", 176, 12, "dispatch", "no kernel on this path: if (full_nvlink_) has no else"));
   f.locations.push_back(at("d.cuh", 184 + static_cast<int>(ws / 2), 7, "expansion", "expanded from here"));
   return f;

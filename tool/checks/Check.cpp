@@ -131,14 +131,20 @@ model::Finding gapFinding(const RuleInfo& rule, const solve::Gap& gap, const Che
                 "; depends on " + (terms.empty() ? "uninterpreted code" : terms);
   }
 
-  // Primary location: the Python line that admits the counterexample.
-  const model::Location& primary = gap.admit ? gap.admit->where
-                                   : ctx.gate.enabling.valid() ? ctx.gate.enabling
-                                                               : ctx.gate.class_loc;
-  f.locations.push_back(with(primary, "gate", gap.admit ? "admits: " + gap.admit->text : "gate enabled here"));
-  for (const auto* r : gap.opened)
+  // Primary location (first): the check a patch opened, when one did: the
+  // configurations got in there, so that is the line to change or to
+  // suppress. Then the Python line that admits the counterexample, then the
+  // other opened checks.
+  const model::Location& admits = gap.admit ? gap.admit->where
+                                  : ctx.gate.enabling.valid() ? ctx.gate.enabling
+                                                              : ctx.gate.class_loc;
+  model::Location admitting = with(admits, "gate", gap.admit ? "admits: " + gap.admit->text : "gate enabled here");
+  for (const auto* r : gap.opened) {
     f.locations.push_back(with(r->where, "opened", "check opened by " + solve::describeEnv(gap.counterexample.env) +
                                                      ": " + r->text));
+    if (f.locations.size() == 1) f.locations.push_back(admitting);
+  }
+  if (gap.opened.empty()) f.locations.push_back(admitting);
   if (gap.leaf) {
     std::string why = gap.kind == solve::GapKind::NoKernel ? "no kernel on this path: " + gap.leaf->text
                                                            : "throws here";

@@ -400,11 +400,13 @@ report::Result analyse(const Request& req) {
 
 void finishFindings(const Request& req, report::Result& r) {
   // Every input (a suppression there that matched nothing is LG011) and
-  // every file a finding points at.
+  // every file a finding points at (its primary and admitting lines: a
+  // suppression may be on either, the fingerprint reads the latter).
   std::vector<std::string> paths = r.python_files;
   paths.insert(paths.end(), r.cpp_files.begin(), r.cpp_files.end());
   for (const auto& f : r.findings)
-    if (!f.locations.empty() && !f.locations[0].file.empty()) paths.push_back(f.locations[0].file);
+    for (const auto* l : {f.primary(), f.admitting()})
+      if (l && !l->file.empty()) paths.push_back(l->file);
   std::map<std::string, model::SourceText> files;
   for (const auto& p : paths) {
     if (files.count(p)) continue;

@@ -356,9 +356,13 @@ std::string renderScanJson(const ScanResult& s) {
                      {"dispatch_found", s.units[i].matched_by.empty() ? "by path" : s.units[i].matched_by}};
     analyses.push_back(std::move(j));
   }
-  int errors = countAtLeast(s, model::Severity::Error);
-  int suppressed = 0, baselined = 0;
-  for (const auto& r : s.results) suppressed += report::countSuppressed(r), baselined += r.baselined;
+  // The analyses' summaries added up (the counts of the text report's last line).
+  json summary = json::object();
+  for (const auto& a : analyses)
+    for (const auto& [k, v] : a["summary"].items()) summary[k] = summary.value(k, 0) + v.get<int>();
+  for (const char* k : {"errors", "warnings", "error_configurations", "warning_configurations", "suppressed", "baselined"})
+    if (!summary.contains(k)) summary[k] = 0;
+  summary["not_analysed"] = s.unanalysed.size();
   json unanalysed = json::array();
   for (const auto& x : s.unanalysed)
     unanalysed.push_back({{"target", x.unit.target},
@@ -373,11 +377,7 @@ std::string renderScanJson(const ScanResult& s) {
               {"not_analysed", unanalysed},
               {"selection_layers", chains},
               {"notes", s.notes},
-              {"summary", {{"errors", errors},
-                           {"warnings", countAtLeast(s, model::Severity::Warning) - errors},
-                           {"suppressed", suppressed},
-                           {"not_analysed", s.unanalysed.size()},
-                           {"baselined", baselined}}}};
+              {"summary", summary}};
   return out.dump(2) + "\n";
 }
 

@@ -475,14 +475,28 @@ struct Finding {
   std::string cell;
   Config config;
   std::optional<ByteRange> sizes;   // the gap's message sizes in its cell
-  std::vector<Location> locations;  // first = primary (the Python gate line)
+  // First = primary: the line every format reports the finding at and where
+  // its suppression comment goes. For a gap, the check a patch opened when
+  // there is one (role "opened": the configurations got in there), else the
+  // Python line that admits the counterexample (role "gate").
+  std::vector<Location> locations;
   std::vector<Hop> trace;
   std::optional<Suppression> suppressed;
   // Stable under unrelated edits (see report/Baseline.h): rule, file, the
-  // primary line's text, the cell and the enclosing function, never the line number.
+  // admitting line's text, the cell and the enclosing function, never the line number.
   std::string fingerprint;
   // Fix suggestions, the safe one first (tool/fix/Fix.h).
   std::vector<Fix> fixes;
+
+  const Location* primary() const { return locations.empty() ? nullptr : &locations.front(); }
+  // The line that admits the configurations: the primary, or the first
+  // location after the checks a patch opened. Fingerprints hash it, so that
+  // they do not depend on which line the report shows first.
+  const Location* admitting() const {
+    for (const auto& l : locations)
+      if (l.role != "opened") return &l;
+    return primary();
+  }
 };
 
 }  // namespace layergate::model

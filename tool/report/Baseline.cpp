@@ -81,8 +81,11 @@ void assignFingerprints(std::vector<model::Finding>& findings, const std::map<st
   std::map<std::string, int> seen;
   for (auto& f : findings) {
     std::string file, code, scope;
-    if (!f.locations.empty()) {
-      const model::Location& at = f.locations[0];
+    if (const model::Location* admitting = f.admitting()) {
+      // The admitting line, not the primary: a gap a patch opened is shown
+      // at the opened check, and its fingerprint stays what it was before
+      // the report showed it there.
+      const model::Location& at = *admitting;
       file = normalisedPath(at.file);
       if (auto it = files.find(at.file); it != files.end()) {
         code = normalisedLine(it->second, at.line);
@@ -119,6 +122,21 @@ Baseline readBaseline(const std::string& path) {
         const json& r = run["results"][i];
         if (!r.is_object()) bad(path, "SARIF result " + std::to_string(i + 1) + " is not an object");
         if (r.contains("suppressions") && r["suppressions"].is_array() && !r["suppressions"].empty()) continue;
+        // A result stands for one diagnostic: each of its configurations has
+        // its fingerprint (a SARIF of an older layergate: one per result).
+        const json* configs = r.contains("properties") && r["properties"].is_object() &&
+                                      r["properties"].contains("configurations") &&
+                                      r["properties"]["configurations"].is_array()
+                                  ? &r["properties"]["configurations"]
+                                  : nullptr;
+        if (configs && !configs->empty()) {
+          for (size_t k = 0; k < configs->size(); ++k) {
+            const json& c = (*configs)[k];
+            addFingerprint(b, c.is_object() ? c.value("fingerprint", json()) : json(), path,
+                           "SARIF result " + std::to_string(i + 1) + " configuration " + std::to_string(k + 1));
+          }
+          continue;
+        }
         json fp = r.contains("partialFingerprints") && r["partialFingerprints"].is_object()
                       ? r["partialFingerprints"].value("layergateFinding/v2", json())
                       : json();

@@ -1,7 +1,8 @@
 // Fingerprints and baselines. A fingerprint is a hash of the rule, the
-// primary file (as the report shows it), the primary line's text (comments
-// dropped, whitespace collapsed), the configuration cell (world size, NVLink)
-// and the enclosing function's name — never the line number, so it survives
+// admitting line's file (as the report shows it; Finding::admitting), its
+// text (comments dropped, whitespace collapsed), the configuration cell
+// (world size, NVLink) and the enclosing function's name — never the line
+// number, nor which line the report shows first, so it survives
 // unrelated edits that move the finding, and changes when the finding's line
 // or cell does. Equal keys get "-2", "-3", ... in report order.
 //

@@ -181,12 +181,9 @@ FindingGroup build(const std::vector<const model::Finding*>& members) {
     for (const auto* m : members) cells.push_back(*cellOf(*m));
     g.message = mergedMessage(members, model::cellsText(cells));
   }
-  // Primary: where a patch opened a check, else the finding's first location.
-  std::size_t primary = f.locations.size();
-  for (std::size_t i = 0; i < f.locations.size() && primary == f.locations.size(); ++i)
-    if (f.locations[i].role == "opened") primary = i;
-  if (primary == f.locations.size() && !f.locations.empty()) primary = 0;
-  if (primary < f.locations.size()) g.primary = f.locations[primary];
+  // Primary: the finding's (its first location), which every member shares.
+  std::size_t primary = 0;
+  if (!f.locations.empty()) g.primary = f.locations[primary];
   if (g.primary.role == "opened") g.primary.note = openedNote(members, g.primary);
   // Expansions: each place once, with the world sizes that expand there.
   std::vector<std::pair<model::Location, std::vector<std::int64_t>>> expansions;
@@ -231,12 +228,14 @@ FindingGroup build(const std::vector<const model::Finding*>& members) {
 
 }  // namespace
 
-std::vector<FindingGroup> groupFindings(const Result& r) {
+std::vector<FindingGroup> groupFindings(const Result& r, bool suppressed_too) {
   std::vector<Key> keys;
   std::vector<std::vector<const model::Finding*>> members;
   for (const auto& f : r.findings) {
-    if (f.suppressed) continue;
+    if (f.suppressed && !suppressed_too) continue;
     Key k = keyOf(f);
+    // A suppressed finding groups only with those its comment suppresses.
+    if (f.suppressed) std::get<2>(k) += fmt::format("\n{}:{}", f.suppressed->where.file, f.suppressed->where.line);
     auto it = std::find(keys.begin(), keys.end(), k);
     // A finding without a cell in words is a group of its own.
     if (it == keys.end() || !cellOf(f)) {

@@ -1,6 +1,7 @@
 // The pre-deployment report as one self-contained HTML page: what was
 // checked (checkout, commit, date, command line) and the summary first, then
-// per gate every finding with its locations, counterexample and fixes, the
+// per gate every diagnostic (one card, as the text report counts them) with
+// its locations, counterexample, configurations and fixes, the
 // configuration matrix as a coloured grid (world size × NVLink, each cell's
 // admitted sizes over the dispatch's size ranges), and the flag trace drawn
 // as a path of boxes from the Python probe to the C++ branch. Inline CSS only: no scripts, no
@@ -109,6 +110,7 @@ ul.parts li.gap{background:#ffd7d7;font-weight:600}ul.parts li:not(.admitted){op
 .legend span{display:inline-block;margin-right:14px;font-size:12.5px}.legend i{display:inline-block;width:12px;height:12px;border-radius:2px;margin-right:4px;vertical-align:-2px}
 article.finding{border:1px solid #d0d7de;border-left:6px solid #d1242f;border-radius:6px;padding:8px 12px;margin:10px 0;background:#fff}
 article.finding.sev-warning{border-left-color:#bf8700}article.finding.sev-note{border-left-color:#57606a}
+article.finding.suppressed{border-left-color:#8c959f;opacity:.75}
 .finding .head{font-weight:600}.finding .sev{text-transform:uppercase;font-size:11.5px;margin-right:6px}
 .finding .sev-error{color:#d1242f}.finding .sev-warning{color:#9a6700}.finding ul{margin:4px 0;padding-left:18px}
 .role{display:inline-block;min-width:64px;color:#57606a;font-size:12px}.cex{background:#f6f8fa;border-radius:4px;padding:3px 8px;margin-top:4px}
@@ -160,7 +162,11 @@ const char* kindClass(model::LeafKind k) {
   return "";
 }
 
-std::string renderCell(const Page& page, const Result& r, const solve::CellVerdict& v, const std::string& unit) {
+// The card (diagnostic) each finding is shown in: index into the groups.
+using CardOf = std::vector<std::size_t>;
+
+std::string renderCell(const Page& page, const Result& r, const solve::CellVerdict& v, const std::string& unit,
+                       const CardOf& card_of) {
   bool in = admits(v);
   std::vector<const solve::DispatchPart*> parts;  // as the text matrix: preconditions only in JSON
   for (const auto& p : v.dispatch)
@@ -189,7 +195,8 @@ std::string renderCell(const Page& page, const Result& r, const solve::CellVerdi
     const auto& f = r.findings[i];
     if (f.config.world_size != v.cell.world_size || (f.config.full_nvlink && *f.config.full_nvlink != v.cell.full_nvlink))
       continue;
-    marks += fmt::format("<a class=\"badge {}\" href=\"#{}f{}\">{}</a>", model::severityName(f.severity), unit, i + 1, esc(f.rule));
+    marks += fmt::format("<a class=\"badge {}\" href=\"#{}f{}\">{}</a>", model::severityName(f.severity), unit, card_of[i] + 1,
+                         esc(f.rule));
     if (std::find(rule_ids.begin(), rule_ids.end(), f.rule) == rule_ids.end()) rule_ids.push_back(f.rule);
   }
   std::string rules;
@@ -214,7 +221,7 @@ std::string renderCell(const Page& page, const Result& r, const solve::CellVerdi
       items.empty() ? "<li class=\"muted\">-</li>\n" : items, marks.empty() ? "" : "<div>" + marks + "</div>");
 }
 
-std::string renderMatrix(const Page& page, const Result& r, const std::string& unit) {
+std::string renderMatrix(const Page& page, const Result& r, const std::string& unit, const CardOf& card_of) {
   std::vector<int> sizes;
   for (const auto& v : r.matrix)
     if (std::find(sizes.begin(), sizes.end(), v.cell.world_size) == sizes.end()) sizes.push_back(v.cell.world_size);
@@ -225,7 +232,7 @@ std::string renderMatrix(const Page& page, const Result& r, const std::string& u
     for (bool nv : {false, true}) {
       auto it = std::find_if(r.matrix.begin(), r.matrix.end(),
                              [&](const solve::CellVerdict& v) { return v.cell.world_size == ws && (v.cell.nvlink_any || v.cell.full_nvlink == nv); });
-      rows += it == r.matrix.end() ? "<td class=\"cell muted\">not computed</td>" : renderCell(page, r, *it, unit);
+      rows += it == r.matrix.end() ? "<td class=\"cell muted\">not computed</td>" : renderCell(page, r, *it, unit, card_of);
     }
     rows += "</tr>\n";
   }
@@ -288,9 +295,10 @@ bool sameTrace(const std::vector<model::Hop>& a, const std::vector<model::Hop>& 
 
 // A finding's fixes, each as `layergate check --diff` would make it: what it
 // does, whether it is safe, and each edit (where, and the text put there).
-std::string renderFixes(const Page& page, const model::Finding& f) {
+std::string renderFixes(const Page& page, const std::vector<const model::Fix*>& fixes) {
   std::string out;
-  for (const auto& x : f.fixes) {
+  for (const auto* p : fixes) {
+    const model::Fix& x = *p;
     const char* safety = model::fixSafetyName(x.safety);
     std::string edits;
     for (const auto& e : x.edits) {
@@ -311,12 +319,18 @@ std::string renderFixes(const Page& page, const model::Finding& f) {
   return out;
 }
 
-// A finding's own trace is drawn only where it is not the analysis's trace
-// (drawn once below the findings).
-std::string renderFinding(const Page& page, const Result& r, const model::Finding& f, size_t i, const std::string& unit) {
+// One card per diagnostic (report/Report.h's groups, as the text report
+// counts them): its primary location first, the other locations, the
+// counterexample (its first configuration) and every configuration it stands
+// for. A finding's own trace is drawn only where it is not the analysis's
+// trace (drawn once below the findings).
+std::string renderFinding(const Page& page, const Result& r, const FindingGroup& g, size_t i, const std::string& unit) {
+  const model::Finding& f = g.first();
   const char* sev = model::severityName(f.severity);
   std::string locs;
-  for (const auto& l : f.locations)
+  if (!f.locations.empty())
+    locs += fmt::format("<li><span class=\"role\">{}</span>{} {}</li>\n", esc(g.primary.role), page.link(g.primary), esc(g.primary.note));
+  for (const auto& l : g.notes)
     locs += fmt::format("<li><span class=\"role\">{}</span>{} {}</li>\n", esc(l.role), page.link(l), esc(l.note));
   std::string cex;
   if (f.config.world_size || !f.config.env.empty()) {
@@ -331,21 +345,39 @@ std::string renderFinding(const Page& page, const Result& r, const model::Findin
         for (const auto& [k, v] : f.config.assumed) a += (a.empty() ? "" : ", ") + k + "=" + v;
       cex += "<br><b>assuming</b> <code>" + esc(a) + "</code>";
     }
+    if (g.members.size() > 1) {
+      std::string cells;
+      for (const auto* m : g.members) {
+        std::string name = m->cell.empty() ? configText(m->config, r.roles) : m->cell;
+        std::string item = esc(name);
+        if (m->config.world_size && m->config.full_nvlink)
+          item = fmt::format("<a href=\"#{}\">{}</a>", cellId(unit, static_cast<int>(*m->config.world_size), *m->config.full_nvlink), item);
+        cells += (cells.empty() ? "" : ", ") + item;
+      }
+      cex += fmt::format("<br><b>{} configurations</b> {}", g.members.size(), cells);
+    }
     cex += "</div>\n";
   }
+  std::string suppressed;
+  if (f.suppressed) {
+    model::Location at = f.suppressed->where;
+    suppressed = "<div class=\"muted\"><b>suppressed</b> by " + page.link(at) +
+                 (f.suppressed->justification.empty() ? "" : ": " + esc(f.suppressed->justification)) + "</div>\n";
+  }
   return fmt::format(
-      "<article class=\"finding sev-{0} rule-{1}\" id=\"{2}f{3}\">\n<div class=\"head\"><span class=\"sev sev-{0}\">{0}</span>"
-      "<span class=\"badge {0}\">{1}</span> <span class=\"message\">{4}</span></div>\n<ul>\n{5}</ul>\n{6}{7}{8}</article>\n",
-      sev, esc(f.rule), unit, i + 1, esc(f.message), locs, cex, renderFixes(page, f),
-      f.trace.empty() || sameTrace(f.trace, r.trace) ? "" : renderTrace(page, f.trace));
+      "<article class=\"finding{9} sev-{0} rule-{1}\" id=\"{2}f{3}\">\n<div class=\"head\"><span class=\"sev sev-{0}\">{0}</span>"
+      "<span class=\"badge {0}\">{1}</span> <span class=\"message\">{4}</span></div>\n{10}<ul>\n{5}</ul>\n{6}{7}{8}</article>\n",
+      sev, esc(f.rule), unit, i + 1, esc(g.message), locs, cex, renderFixes(page, g.fixes),
+      f.trace.empty() || sameTrace(f.trace, r.trace) ? "" : renderTrace(page, f.trace), f.suppressed ? " suppressed" : "",
+      suppressed);
 }
 
 std::string renderSection(const HtmlSection& s, size_t index, const HtmlOptions& o) {
   const Result& r = *s.result;
   Page page(o);
   std::string unit = fmt::format("u{}-", index + 1);
-  int errors = countAtLeast(r, model::Severity::Error);
-  int warnings = countAtLeast(r, model::Severity::Warning) - errors;
+  GroupCounts counts = countGroups(r);
+  int errors = counts.errors, warnings = counts.warnings;
   std::string gate, dispatch, heading;
   for (const auto& f : r.python_files) gate += (gate.empty() ? "" : ", ") + page.link({f, 0, 0, "", ""});
   for (const auto& f : r.cpp_files) dispatch += (dispatch.empty() ? "" : ", ") + page.link({f, 0, 0, "", ""});
@@ -358,10 +390,20 @@ std::string renderSection(const HtmlSection& s, size_t index, const HtmlOptions&
                      errors ? "error" : "clean", errors, errors == 1 ? "" : "s", warnings ? "warning" : "clean", warnings,
                      warnings == 1 ? "" : "s");
   // The findings first, then the matrix and the rest that explain them.
-  out += fmt::format("<h3>Findings ({})</h3>\n", r.findings.size());
-  if (r.findings.empty()) out += "<p class=\"muted\">none: every configuration the gate admits reaches a kernel.</p>\n";
-  for (size_t i = 0; i < r.findings.size(); ++i) out += renderFinding(page, r, r.findings[i], i, unit);
-  if (!r.matrix.empty()) out += renderMatrix(page, r, unit);
+  // One card per diagnostic, the suppressed ones after the others.
+  auto groups = groupFindings(r, true);
+  std::stable_partition(groups.begin(), groups.end(), [](const FindingGroup& g) { return !g.suppressed(); });
+  CardOf card_of(r.findings.size(), 0);
+  std::size_t shown = 0;
+  for (std::size_t k = 0; k < groups.size(); ++k) {
+    shown += !groups[k].suppressed();
+    for (const auto* m : groups[k].members) card_of[static_cast<std::size_t>(m - r.findings.data())] = k;
+  }
+  out += fmt::format("<h3>Findings ({}){}</h3>\n", shown,
+                     shown == groups.size() ? "" : fmt::format(" <span class=\"muted\">and {} suppressed</span>", groups.size() - shown));
+  if (groups.empty()) out += "<p class=\"muted\">none: every configuration the gate admits reaches a kernel.</p>\n";
+  for (size_t k = 0; k < groups.size(); ++k) out += renderFinding(page, r, groups[k], k, unit);
+  if (!r.matrix.empty()) out += renderMatrix(page, r, unit, card_of);
   if (r.space) {
     // A family described as data: the regions the gate admits, each with
     // its kernel or its gap.
@@ -402,9 +444,9 @@ std::string renderSection(const HtmlSection& s, size_t index, const HtmlOptions&
 std::string renderHtml(const std::vector<HtmlSection>& sections, const std::vector<std::string>& notes, const HtmlOptions& o) {
   int errors = 0, warnings = 0;
   for (const auto& s : sections) {
-    int e = countAtLeast(*s.result, model::Severity::Error);
-    errors += e;
-    warnings += countAtLeast(*s.result, model::Severity::Warning) - e;
+    GroupCounts c = countGroups(*s.result);
+    errors += c.errors;
+    warnings += c.warnings;
   }
   // What was checked, and how.
   std::string meta;
@@ -421,7 +463,8 @@ std::string renderHtml(const std::vector<HtmlSection>& sections, const std::vect
   std::string gates;
   for (size_t i = 0; i < sections.size(); ++i) {
     const Result& r = *sections[i].result;
-    int e = countAtLeast(r, model::Severity::Error), w = countAtLeast(r, model::Severity::Warning) - e;
+    GroupCounts c = countGroups(r);
+    int e = c.errors, w = c.warnings;
     std::string name = sections[i].heading;
     if (name.empty())
       for (const auto& f : r.python_files) name += (name.empty() ? "" : ", ") + f;

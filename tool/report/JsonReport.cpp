@@ -37,9 +37,46 @@ const char* leafKind(model::LeafKind k) {
   return "?";
 }
 
+// The counts of the text report's summary line: diagnostics, and the
+// configurations they stand for.
+json summaryJson(const GroupCounts& c, int suppressed, int baselined) {
+  return {{"errors", c.errors},
+          {"warnings", c.warnings},
+          {"error_configurations", c.error_cells},
+          {"warning_configurations", c.warning_cells},
+          {"suppressed", suppressed},
+          {"baselined", baselined}};
+}
+
 }  // namespace
 
 std::string renderJson(const Result& r) {
+  // The diagnostics (report/Report.h's groups, suppressed ones too): what
+  // the text report, SARIF and HTML count; each finding names its own.
+  auto groups = groupFindings(r, true);
+  std::vector<int> group_of(r.findings.size(), -1);
+  json diagnostics = json::array();
+  for (std::size_t k = 0; k < groups.size(); ++k) {
+    const auto& g = groups[k];
+    const model::Finding& f = g.first();
+    json members = json::array(), cells = json::array(), notes = json::array();
+    for (const auto* m : g.members) {
+      auto i = static_cast<std::size_t>(m - r.findings.data());
+      group_of[i] = static_cast<int>(k);
+      members.push_back(i);
+      cells.push_back({{"world_size", m->config.world_size ? json(*m->config.world_size) : json(nullptr)},
+                       {"full_nvlink", m->config.full_nvlink ? json(*m->config.full_nvlink) : json(nullptr)}});
+    }
+    for (const auto& l : g.notes) notes.push_back(locJson(l));
+    json d = {{"rule", f.rule}, {"severity", model::severityName(f.severity)}, {"message", g.message}};
+    if (g.primary.valid()) d["location"] = locJson(g.primary);
+    d["notes"] = notes;
+    d["findings"] = members;
+    d["configurations"] = cells;
+    d["fingerprint"] = f.fingerprint;
+    if (f.suppressed) d["suppressed"] = {{"kind", "inSource"}, {"file", f.suppressed->where.file}, {"line", f.suppressed->where.line}};
+    diagnostics.push_back(d);
+  }
   json findings = json::array();
   for (const auto& f : r.findings) {
     json env = json::object();
@@ -68,6 +105,7 @@ std::string renderJson(const Result& r) {
     if (f.sizes)
       jf["sizes"] = {{"min_nbytes", f.sizes->lo}, {"max_nbytes", f.sizes->hi < 0 ? json(nullptr) : json(f.sizes->hi)}};
     jf["fingerprint"] = f.fingerprint;
+    jf["diagnostic"] = group_of[findings.size()];
     if (f.suppressed) {
       jf["suppressed"] = {{"kind", "inSource"}, {"file", f.suppressed->where.file}, {"line", f.suppressed->where.line}};
       if (!f.suppressed->justification.empty()) jf["suppressed"]["justification"] = f.suppressed->justification;
@@ -200,6 +238,7 @@ std::string renderJson(const Result& r) {
               {"target", r.target},
               {"inputs", {{"python", r.python_files}, {"cpp", r.cpp_files}}},
               {"findings", findings},
+              {"diagnostics", diagnostics},
               {"matrix", matrix},
               {"route", analysed},
               {"routes_elsewhere", routes},
@@ -221,10 +260,7 @@ std::string renderJson(const Result& r) {
               {"selection", selection},
               {"space", space},
               {"notes", notes},
-              {"summary", {{"errors", countAtLeast(r, model::Severity::Error)},
-                           {"warnings", countAtLeast(r, model::Severity::Warning) - countAtLeast(r, model::Severity::Error)},
-                           {"suppressed", countSuppressed(r)},
-                           {"baselined", r.baselined}}}};
+              {"summary", summaryJson(countGroups(r), countSuppressed(r), r.baselined)}};
   // C++ branches --unsafe-fixes inserted: counted as kernels, not yet run.
   if (!r.unproven.empty()) out["unproven_branches"] = r.unproven;
   return out.dump(2) + "\n";

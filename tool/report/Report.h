@@ -67,18 +67,22 @@ struct TextOptions {
 // Findings as a compiler groups diagnostics: one per rule and cause, the
 // cells that share the rule, the message but for the cell, the Python line
 // that admits them and the C++ path (a macro expanded per world size counts
-// once). Suppressed findings are left out.
+// once). A group is what every format counts and shows once: a text or
+// concise diagnostic, a SARIF result, an HTML card, an entry of JSON's
+// "diagnostics". Suppressed findings are left out unless suppressed_too
+// (then they group only with findings the same comment suppresses).
 struct FindingGroup {
   std::vector<const model::Finding*> members;  // report order; the first is the counterexample shown
   std::string message;                         // "world sizes 4, 6, 8 without NVLink: the Python gate admits ..."
-  // The check a patch opened when there is one (where the configurations got
-  // in), else the finding's own primary location (the admitting line).
+  // The members' primary location (Finding::primary: the check a patch
+  // opened, else the admitting line), its note naming what differs per cell.
   model::Location primary;
   std::vector<model::Location> notes;  // the other locations, each once; expansions name their world sizes
   std::vector<const model::Fix*> fixes;  // distinct fixes of the members, safe ones first
   const model::Finding& first() const { return *members.front(); }
+  bool suppressed() const { return first().suppressed.has_value(); }
 };
-std::vector<FindingGroup> groupFindings(const Result& r);
+std::vector<FindingGroup> groupFindings(const Result& r, bool suppressed_too = false);
 
 // The text report: grouped diagnostics with their fixes and one
 // counterexample each, then the summary; a run with nothing to report says

@@ -1,16 +1,18 @@
 // SARIF 2.1.0 for GitHub code scanning: the driver lists every rule (its
 // page as helpUri, its documentation as help with absolute links); each
-// result's first location is the Python gate line; the other locations and
+// result is one diagnostic (a group of findings, as the text report counts
+// them), its location the diagnostic's primary line; the other locations and
 // the flag trace's ends are relatedLocations, each linked from the message
 // ([text](id)), so that code scanning shows them; the whole flag trace is a
 // codeFlow. Artifact URIs are relative to %SRCROOT% (originalUriBaseIds).
 // partialFingerprints stay the same when lines move, so code scanning keeps
-// one alert per (rule, cell, files); a finding an inline comment suppresses
-// carries suppressions: [{kind: inSource}].
+// one alert per (rule, first cell, files); a finding an inline comment
+// suppresses carries suppressions: [{kind: inSource}].
 #include <algorithm>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <cctype>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -211,10 +213,20 @@ std::string renderSarif(const Result& r, const SarifOptions& given) {
   std::map<std::string, int> index;
   json rules = rulesJson(index);
   json results = json::array();
-  for (const auto& f : r.findings) {
+  // One result per diagnostic (report/Report.h's groups): the text report's
+  // count, one code-scanning alert for the configurations it names.
+  for (const auto& g : groupFindings(r, true)) {
+    const model::Finding& f = g.first();
     // The message, then each related location as a link: code scanning
     // shows a related location only where the message links it.
-    std::string text = plain(f.message);
+    std::string text = plain(g.message);
+    // The primary line's own note (the check a patch opened): said once, as
+    // the text report's first note.
+    if (g.primary.role == "opened" && !g.primary.note.empty()) {
+      std::string n = g.primary.note;
+      n[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(n[0])));
+      text += ". " + plain(n);
+    }
     json related = json::array();
     auto relate = [&](const model::Location& l, const std::string& what) {
       int id = static_cast<int>(related.size()) + 1;
@@ -222,8 +234,7 @@ std::string renderSarif(const Result& r, const SarifOptions& given) {
       return "[" + plain(shortName(l)) + "](" + std::to_string(id) + ")";
     };
     std::string where;
-    for (size_t i = 1; i < f.locations.size(); ++i) {
-      const auto& l = f.locations[i];
+    for (const auto& l : g.notes) {
       if (!l.valid()) continue;
       std::string what = l.note.empty() ? l.role : l.note;
       where += (where.empty() ? "" : "; ") + plain(l.role) + " " + relate(l, what) + (l.note.empty() ? "" : ": " + plain(l.note));
@@ -240,7 +251,7 @@ std::string renderSarif(const Result& r, const SarifOptions& given) {
     }
     json res = {{"ruleId", f.rule}, {"level", level(f.severity)}, {"message", {{"text", text}}}};
     if (index.count(f.rule)) res["ruleIndex"] = index[f.rule];
-    if (!f.locations.empty()) res["locations"] = json::array({{{"physicalLocation", physical(f.locations[0], o)}}});
+    if (!f.locations.empty()) res["locations"] = json::array({{{"physicalLocation", physical(g.primary, o)}}});
     if (!related.empty()) res["relatedLocations"] = related;
     // The flag trace, hop by hop, as code scanning draws a data flow.
     if (!hops.empty()) {
@@ -253,7 +264,8 @@ std::string renderSarif(const Result& r, const SarifOptions& given) {
             {"threadFlows", json::array({{{"locations", steps}}})}}});
     }
     // The key holds the files relative to %SRCROOT% (before, relative to the
-    // scanned root: the same), so that existing alerts are kept.
+    // scanned root: the same), so that existing alerts are kept. A result
+    // takes its first configuration's: the alert of that cell stays open.
     std::string key = f.rule + "|" + std::to_string(f.config.world_size.value_or(0)) + "|" +
                       (f.config.full_nvlink.value_or(false) ? "nvlink" : "pcie");
     auto keyPath = [&](const std::string& p) {
@@ -263,21 +275,22 @@ std::string renderSarif(const Result& r, const SarifOptions& given) {
     for (const auto& p : r.python_files) key += "|" + keyPath(p);
     for (const auto& p : r.cpp_files) key += "|" + keyPath(p);
     // v1 (rule, cell, files) keeps existing code-scanning alerts; v2 is the
-    // baseline fingerprint (report/Baseline.h).
+    // baseline fingerprint (report/Baseline.h) of the first configuration,
+    // properties.configurations[] has each one's.
     res["partialFingerprints"] = {{"layergateFinding/v1", fingerprint(key)}, {"layergateFinding/v2", f.fingerprint}};
     if (f.suppressed) {
       json sup = {{"kind", "inSource"}};
       if (!f.suppressed->justification.empty()) sup["justification"] = f.suppressed->justification;
       res["suppressions"] = json::array({sup});
     }
-    if (!f.fixes.empty()) {
+    if (!g.fixes.empty()) {
       // SARIF 2.1.0 §3.55: each fix's changes per artifact, a replacement a
       // deleted region (empty: an insertion point) and the inserted text.
       json fixes = json::array();
-      for (const auto& x : f.fixes) {
+      for (const auto* x : g.fixes) {
         std::map<std::string, json> per_file;
         std::vector<std::string> order;
-        for (const auto& e : x.edits) {
+        for (const auto& e : x->edits) {
           if (!per_file.count(e.file)) order.push_back(e.file), per_file[e.file] = json::array();
           per_file[e.file].push_back({{"deletedRegion", {{"startLine", e.start.line},
                                                          {"startColumn", e.start.col},
@@ -288,18 +301,31 @@ std::string renderSarif(const Result& r, const SarifOptions& given) {
         json changes = json::array();
         for (const auto& file : order)
           changes.push_back({{"artifactLocation", artifact(file, o)}, {"replacements", per_file[file]}});
-        fixes.push_back({{"description", {{"text", x.description}}},
+        fixes.push_back({{"description", {{"text", x->description}}},
                          {"artifactChanges", changes},
-                         {"properties", {{"safety", model::fixSafetyName(x.safety)}}}});
+                         {"properties", {{"safety", model::fixSafetyName(x->safety)}}}});
       }
       res["fixes"] = fixes;
     }
-    json props = {{"world_size", f.config.world_size ? json(*f.config.world_size) : json(nullptr)},
-                  {"full_nvlink", f.config.full_nvlink ? json(*f.config.full_nvlink) : json(nullptr)},
-                  {"nbytes", f.config.nbytes ? json(*f.config.nbytes) : json(nullptr)}};
-    json env = json::object();
-    for (const auto& [k, v] : f.config.env) env[k] = v ? json(*v) : json(nullptr);
-    props["env"] = env;
+    // The counterexample (the first configuration), then every configuration
+    // the result stands for, each with its baseline fingerprint.
+    auto config = [](const model::Config& c) {
+      json p = {{"world_size", c.world_size ? json(*c.world_size) : json(nullptr)},
+                {"full_nvlink", c.full_nvlink ? json(*c.full_nvlink) : json(nullptr)},
+                {"nbytes", c.nbytes ? json(*c.nbytes) : json(nullptr)}};
+      json env = json::object();
+      for (const auto& [k, v] : c.env) env[k] = v ? json(*v) : json(nullptr);
+      p["env"] = env;
+      return p;
+    };
+    json props = config(f.config);
+    json configurations = json::array();
+    for (const auto* m : g.members) {
+      json c = config(m->config);
+      c["fingerprint"] = m->fingerprint;
+      configurations.push_back(c);
+    }
+    props["configurations"] = configurations;
     res["properties"] = props;
     results.push_back(res);
   }

@@ -96,10 +96,19 @@ void applySuppressions(std::vector<model::Finding>& findings, const std::map<std
   std::vector<bool> blanket_used(directives.size(), false);
   for (auto& f : findings) {
     if (f.locations.empty() || f.suppressed) continue;
-    const model::Location& at = f.locations[0];
+    // The primary line, where every format reports the finding; the
+    // admitting line too, where a gap's primary was before a patch's opened
+    // check came first, so that a comment written there still holds.
+    const model::Location* primary = f.primary();
+    const model::Location* admitting = f.admitting();
+    auto covers = [&](const Directive& d) {
+      for (const auto* at : {primary, admitting})
+        if (d.where.file == at->file && d.where.line == at->line) return true;
+      return false;
+    };
     for (size_t i = 0; i < directives.size() && !f.suppressed; ++i) {
       const Directive& d = directives[i];
-      if (!d.malformed.empty() || d.where.file != at.file || d.where.line != at.line) continue;
+      if (!d.malformed.empty() || !covers(d)) continue;
       if (d.blanket) {
         blanket_used[i] = true;
         f.suppressed = model::Suppression{d.justification, d.where};

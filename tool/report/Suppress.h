@@ -1,7 +1,8 @@
 // Inline suppressions: `# layergate: ignore[LG001, LG008] reason` in Python,
 // `// layergate: ignore[LG001]` (or /* ... */) in C++, on the line a finding
-// points at (its primary location). Only real comments count: the comments
-// come from each frontend's lexer (model/Source.h).
+// points at (its primary location, the line every format prints; a gap's
+// admitting line is taken too). Only real comments count: the comments come
+// from each frontend's lexer (model/Source.h).
 //
 // Takes: the findings and the files' comments. Marks the findings a directive
 // covers (they stay in JSON and SARIF, marked, and stop counting), and adds
