@@ -89,11 +89,11 @@ class ForcedFlagCheck : public Check {
         if (o.name == v.name) t = o.text;
       instead += (instead.empty() ? "`" : "`, `") + t;
     }
-    std::string is = "is true " + when;
+    std::string claim = "is true " + when;
     if (!instead.empty())
-      is = "is " + instead + "` " + (ff->unconditional ? "always" : "when " + solve::describeEnv(ff->config.env)) +
+      claim = "is " + instead + "` " + (ff->unconditional ? "always" : "when " + solve::describeEnv(ff->config.env)) +
            ", not the NVLink probe, and true";
-    f.message = "the NVLink flag passed to C++ (`" + ctx.flag->value_text + "`)" + how + " " + is +
+    f.message = "the NVLink flag passed to C++ (`" + ctx.flag->value_text + "`)" + how + " " + claim +
                 " even on GPUs without full NVLink (e.g. world size " + std::to_string(ff->config.world_size.value_or(0)) +
                 "): the NVLink-tuned branches" + (kernels.empty() ? "" : " (" + kernels + ")") + " then run over PCIe";
     model::Location at = ctx.flag->value_at;

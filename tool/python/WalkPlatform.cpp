@@ -221,8 +221,8 @@ Value Walker::platformProbe(Value v, TSNode call) {
       std::string n = model::envNameOf(x.name);
       if (!n.empty() && names.find(n) == std::string::npos) names += (names.empty() ? "" : ", ") + n;
     }
-    bool literal = o.value.k == Value::K::Bool && o.value.e && model::isConst(o.value.e);
-    std::string what = literal ? (model::isTrue(o.value.e) ? "true" : "false") : "`" + o.text + "`";
+    bool literal = o.value.k == Value::K::Bool && o.value.e && model::isTrue(o.value.e);
+    std::string what = literal ? "true" : "`" + o.text + "`";
     note(probe + " of " + object + " answers " + what + " " + (names.empty() ? "always" : "by " + names) +
          ", before it probes anything (" + o.where.file + ":" + std::to_string(o.where.line) + ")");
   }
