@@ -550,6 +550,91 @@ TEST(Cli, TheCellAxesAreTheTargetsDeclaredVariablesWhateverTheirNames) {
   fs::remove_all(dir);
 }
 
+// LG003 where a platform probe stops meaning NVLink for some setting. (a) The
+// probe answers with a peer-to-peer check under an env var (in the platform
+// class read from disk, or in the probe helper): one warning naming the check
+// and the env var, and no LG001/LG002/LG008, even with --strict: the flag C++
+// gets is the value the gate tested, so the NVLink branches launch. (b) An
+// old ROCm port's `if torch.version.hip is not None: self.full_nvlink = True`:
+// on the CUDA target a warning for the other platform; analysed for HIP (a
+// target whose platform flags say HIP), the flag is that literal, and the
+// warning points at it.
+TEST(Cli, ForcedFlagWhereTheLinkProbeIsAnotherCheck) {
+  auto only = [](const std::string& out) {
+    std::vector<json> fs;
+    json r = json::parse(out);
+    for (const auto& a : r.contains("analyses") ? r["analyses"] : json::array({r}))
+      for (const auto& f : a["findings"]) fs.push_back(f);
+    return fs;
+  };
+  CliRun a = layergate(check("vllm-platform-p2p-as-nvlink/custom_all_reduce.py",
+                             "vllm-platform-p2p-as-nvlink/custom_all_reduce.cuh", "--format json --strict"));
+  EXPECT_EQ(a.status, 0) << a.out << a.err;
+  auto fa = only(a.out);
+  ASSERT_EQ(fa.size(), 1u) << a.out;
+  EXPECT_EQ(fa[0]["rule"], "LG003");
+  EXPECT_NE(fa[0]["message"].get<std::string>().find(
+                "is `cls._can_p2p_all(physical_device_ids)` when VLLM_FORK_ALLOW_PCIE_CUSTOM_AR=1, not the NVLink probe"),
+            std::string::npos)
+      << fa[0]["message"];
+  EXPECT_EQ(fa[0]["config"]["env"]["VLLM_FORK_ALLOW_PCIE_CUSTOM_AR"], "1") << fa[0].dump();
+
+  // The same fork written in the SGLang probe helper, the env var read inline.
+  fs::path dir = fs::temp_directory_path() / ("lg_p2p_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::copy(fs::path(LAYERGATE_FIXTURES) / "trace-env-spoof-helper", dir, fs::copy_options::recursive);
+  fs::path utils = dir / "python/sglang/srt/distributed/device_communicators/custom_all_reduce_utils.py";
+  std::string u = slurp(utils);
+  const std::string from = "== \"1\":\n        return True\n";
+  ASSERT_NE(u.find(from), std::string::npos);
+  u.replace(u.find(from), from.size(), "== \"1\":\n        return _p2p_all(physical_device_ids)\n");
+  std::ofstream(utils) << u;
+  json expect = json::parse(slurp(dir / "expect.json"));
+  std::string files;
+  for (const auto& p : expect["python"]) files += " --python " + quote((dir / p.get<std::string>()).string());
+  for (const auto& p : expect["cpp"]) files += " --cpp " + quote((dir / p.get<std::string>()).string());
+  CliRun b = layergate("check" + files + " --format json --strict");
+  EXPECT_EQ(b.status, 0) << b.out << b.err;
+  auto fb = only(b.out);
+  ASSERT_EQ(fb.size(), 1u) << b.out;
+  EXPECT_EQ(fb[0]["rule"], "LG003");
+  EXPECT_NE(fb[0]["message"].get<std::string>().find(
+                "is `_p2p_all(physical_device_ids)` when SGLANG_TREAT_PCIE_AS_NVLINK=1, not the NVLink probe"),
+            std::string::npos)
+      << fb[0]["message"];
+  fs::remove_all(dir);
+
+  // (b) On the CUDA target: the other platform's branch.
+  CliRun c = layergate("check rocm-port-hip-forced-nvlink --color never");
+  EXPECT_EQ(c.status, 0) << c.out << c.err;
+  EXPECT_NE(c.out.find("custom_all_reduce.py:85:13: warning: the NVLink flag is forced true on another platform: "
+                       "`self.full_nvlink = True` under `torch.version.hip is not None`"),
+            std::string::npos)
+      << c.out;
+  // Analysed for HIP: the branch is taken, the flag is the literal.
+  fs::path rules = fs::temp_directory_path() / ("lg_hip_rules_" + std::to_string(getpid()));
+  fs::remove_all(rules);
+  fs::copy(fs::path(LAYERGATE_FIXTURES).parent_path() / "rules", rules, fs::copy_options::recursive);
+  std::ofstream(rules / "targets" / "hip-port.json") << R"({
+  "name": "hip-port", "description": "the custom all-reduce analysed for HIP", "extends": "custom-allreduce",
+  "platform": "rocm",
+  "discovery": {"python": ["custom_all_reduce.py"], "cpp": ["custom_all_reduce.cuh"], "same_root": false},
+  "python": {"platform_flags": {"_is_hip": true, "is_hip": true, "_is_cuda": false, "is_cuda": false,
+                                "torch.version.hip": true, "torch.version.cuda": false}}
+})";
+  CliRun h = layergate(check("rocm-port-hip-forced-nvlink/custom_all_reduce.py",
+                             "rocm-port-hip-forced-nvlink/custom_all_reduce.cuh",
+                             "--rules " + quote(rules.string()) + " --target hip-port --color never --strict"));
+  EXPECT_EQ(h.status, 0) << h.out << h.err;
+  EXPECT_NE(h.out.find("warning: the NVLink flag passed to C++ (`self.full_nvlink`) (set at "
+                       "rocm-port-hip-forced-nvlink/custom_all_reduce.py:85: self.full_nvlink = True) is true always"),
+            std::string::npos)
+      << h.out;
+  EXPECT_EQ(h.out.find("another platform"), std::string::npos) << h.out;
+  EXPECT_NE(h.out.find("0 errors, 1 warning"), std::string::npos) << h.out;
+  fs::remove_all(rules);
+}
+
 // --time-trace FILE: a Chrome trace of the run, layergate's phases with
 // clang's own inside them, one track per thread; the report is unchanged.
 TEST(Cli, TimeTraceWritesAChromeTraceWithClangsPhasesInside) {

@@ -433,6 +433,35 @@ TEST(PythonFrontend, PlatformFlagsFixTheCudaBranch) {
   EXPECT_TRUE(g.opaques.empty());
 }
 
+// A branch the target's platform closes (a HIP branch on a CUDA target) that
+// sets the probe's name to True: reported for that platform, in the shapes
+// ports write it. A branch an env var decides is not one: the walk enters it
+// and the flag's value carries the env var.
+TEST(PythonFrontend, PlatformBranchesThatForceTheFlag) {
+  auto forced = [](const std::string& check) {
+    std::vector<std::string> out;
+    for (const auto& p : extract(gateSrc(check)).platform_forced) out.push_back(p.text);
+    return out;
+  };
+  const std::string nv = "if world_size > 2 and not full_nvlink:\n    return";
+  using V = std::vector<std::string>;
+  EXPECT_EQ(forced("if torch.version.hip is not None:\n    full_nvlink = True\n" + nv),
+            V{"`full_nvlink = True` under `torch.version.hip is not None`"});
+  EXPECT_EQ(forced("if torch.version.cuda is None:\n    full_nvlink = True\n" + nv),
+            V{"`full_nvlink = True` under `torch.version.cuda is None`"});
+  EXPECT_EQ(forced("if not _is_cuda:\n    full_nvlink = True\n" + nv), V{"`full_nvlink = True` under `not _is_cuda`"});
+  EXPECT_EQ(forced("if torch.version.cuda:\n    pass\nelse:\n    full_nvlink = True\n" + nv),
+            V{"`full_nvlink = True` under the `else` of `torch.version.cuda`"});
+  // the probe's answer copied to the attribute, the attribute forced
+  EXPECT_EQ(forced("self.full_nvlink = full_nvlink\nif is_hip():\n    self.full_nvlink = True\n" + nv),
+            V{"`self.full_nvlink = True` under `is_hip()`"});
+  // open on the target, or decided by something else: not a platform branch
+  EXPECT_EQ(forced("if torch.version.hip is None:\n    full_nvlink = True\n" + nv).size(), 0u);
+  EXPECT_EQ(forced("if _is_hip or os.environ.get(\"PORT\") == \"1\":\n    full_nvlink = True\n" + nv).size(), 0u);
+  EXPECT_EQ(forced("if _is_cuda:\n    pass\nelif _is_hip:\n    pass\nelse:\n    full_nvlink = True\n" + nv),
+            V{"`full_nvlink = True` under the `else` of `_is_cuda or _is_hip`"});
+}
+
 TEST(PythonFrontend, AliasedProbeImport) {
   auto g = extract(gateSrc("nv = nvl_check(None, world_size)\nif world_size > 2 and not nv:\n    return",
                            "self.world_size == 2 or self.full_nvlink",
@@ -930,6 +959,38 @@ TEST(PythonFrontendFiles, NativeCallArgumentsPositionsKeywordsAndOrigins) {
   EXPECT_EQ(nativeCall(g, "is_contiguous"), nullptr);
   EXPECT_NE(nativeCall(g, "empty"), nullptr);
   EXPECT_EQ(nativeCall(g, "get_rank"), nullptr);  // a probe
+}
+
+// A probe helper that, under an env var, answers with another check (a
+// peer-to-peer test, not interpreted) instead of the NVLink query: the flag
+// C++ gets is that check's answer, as the same opaque bool the gate's NVLink
+// test reads, not "unknown" (which left C++ on the physical link and made
+// the PCIe groups it admits look like a possible gap).
+TEST(PythonFrontendFiles, ProbeHelperAnsweringAnotherCheckUnderAnEnvVar) {
+  std::string utils = kSglUtils;
+  const std::string from = "        return True\n    if pynvml is None:";
+  utils.replace(utils.find(from), from.size(), "        return _p2p_all(physical_device_ids)\n    if pynvml is None:");
+  auto g = extractFiles({{kGatePath, kSglGate}, {kUtilsPath, utils}});
+  const model::NativeCall* init = nativeCall(g, "init_custom_ar");
+  ASSERT_NE(init, nullptr);
+  const auto& flag = init->args[3];
+  ASSERT_TRUE(flag.value) << "the flag's value is lost";
+  const std::string p2p = "_p2p_all(physical_device_ids)";
+  ASSERT_TRUE(hasOpaque(g, p2p));
+  Cfg c = cfg(4, false, 0);
+  c.bools[p2p] = true;
+  EXPECT_FALSE(holds(flag.value, c));  // unset: the NVLink probe
+  c.env["SGLANG_TREAT_PCIE_AS_NVLINK"] = "1";
+  EXPECT_TRUE(holds(flag.value, c));  // set: the p2p check, which PCIe GPUs pass
+  c.bools[p2p] = false;
+  EXPECT_FALSE(holds(flag.value, c));
+  // the gate admits the PCIe group exactly when C++ is told it is linked
+  Cfg a = cfg(4, false, 4096);
+  a.env["SGLANG_TREAT_PCIE_AS_NVLINK"] = "1";
+  a.bools[p2p] = true;
+  EXPECT_TRUE(admits(g, a));
+  a.bools[p2p] = false;
+  EXPECT_FALSE(admits(g, a));
 }
 
 TEST(PythonFrontendFiles, LiteralTrueAndEnvOverrideAtTheCallSite) {

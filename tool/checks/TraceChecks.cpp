@@ -66,12 +66,34 @@ class ForcedFlagCheck : public Check {
     for (const auto& k : ff->kernels) kernels += (kernels.empty() ? "" : ", ") + k;
     // How it is forced: the monkeypatch / override hops, with their source.
     std::string how;
-    for (const auto& h : ctx.flag->hops)
-      if (h.hop == "monkeypatch" || h.hop == "env override" || h.hop == "platform override")
-        how += (how.empty() ? " (" : "; ") + h.hop + " at " + h.where.file + ":" + std::to_string(h.where.line) +
-               (h.where.note.empty() ? "" : ": " + h.where.note);
+    auto say = [&](const std::string& what, const model::Hop& h) {
+      how += (how.empty() ? " (" : "; ") + what + " at " + h.where.file + ":" + std::to_string(h.where.line) +
+             (h.where.note.empty() ? "" : ": " + h.where.note);
+    };
+    // A flag that starts as a literal stored in the gate (no probe before
+    // it: a branch the analysis takes sets it, `if is_hip(): full_nvlink =
+    // True` on a HIP target) is forced where that store is.
+    const auto& hops = ctx.flag->hops;
+    if (!hops.empty() && (hops.front().hop == "local" || hops.front().hop == "attribute")) say("set", hops.front());
+    for (const auto& h : hops)
+      if (h.hop == "monkeypatch" || h.hop == "env override" || h.hop == "platform override") say(h.hop, h);
     if (!how.empty()) how += ")";
-    f.message = "the NVLink flag passed to C++ (`" + ctx.flag->value_text + "`)" + how + " is true " + when +
+    // What C++ gets in place of the link probe's answer, when it is another
+    // check (a peer-to-peer test, code not interpreted) rather than a literal
+    // or the environment: the terms of the flag's value that are neither.
+    std::string instead;
+    for (const auto& v : model::varsOf(ctx.flag->value)) {
+      if (v.kind == model::VarKind::Config) continue;
+      std::string t = v.name;
+      for (const auto& o : ctx.gate.opaques)
+        if (o.name == v.name) t = o.text;
+      instead += (instead.empty() ? "`" : "`, `") + t;
+    }
+    std::string claim = "is true " + when;
+    if (!instead.empty())
+      claim = "is " + instead + "` " + (ff->unconditional ? "always" : "when " + solve::describeEnv(ff->config.env)) +
+           ", not the NVLink probe, and true";
+    f.message = "the NVLink flag passed to C++ (`" + ctx.flag->value_text + "`)" + how + " " + claim +
                 " even on GPUs without full NVLink (e.g. world size " + std::to_string(ff->config.world_size.value_or(0)) +
                 "): the NVLink-tuned branches" + (kernels.empty() ? "" : " (" + kernels + ")") + " then run over PCIe";
     model::Location at = ctx.flag->value_at;

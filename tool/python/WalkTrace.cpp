@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -124,24 +125,40 @@ std::string Walker::opName(const std::string& callee) {
   return parts.empty() ? callee : parts.back();
 }
 
-// The value as a Bool/Int expression for the trace, or null.
+// The value as a Bool/Int expression for the trace, or null. A flag that is,
+// on some path, the answer of code not interpreted (a peer-to-peer check a
+// fork returns in place of the NVLink query) is that answer as the opaque
+// bool the gate's conditions read: C++ gets the same value the gate tested.
 ExprPtr Walker::flagExpr(const Value& v) {
-  switch (v.k) {
-    case Value::K::Bool:
-    case Value::K::Int: return v.e;
-    case Value::K::Merge: {
-      ExprPtr x = flagExpr(*v.a), y = flagExpr(*v.b);
-      if (x && y) {
-        if (x->sort != y->sort) return nullptr;
-        return x->sort == Sort::Bool ? iteB(v.cond, x, y) : model::Ite(v.cond, x, y);
+  // The sort of the value's known leaves; unknown leaves take it when bool.
+  std::function<std::optional<Sort>(const Value&)> sortOf = [&](const Value& w) -> std::optional<Sort> {
+    if ((w.k == Value::K::Bool || w.k == Value::K::Int) && w.e) return w.e->sort;
+    if (w.k != Value::K::Merge) return std::nullopt;
+    if (auto s = sortOf(*w.a)) return s;
+    return sortOf(*w.b);
+  };
+  auto s = sortOf(v);
+  bool opaqueBools = s && *s == Sort::Bool;
+  std::function<ExprPtr(const Value&)> build = [&](const Value& w) -> ExprPtr {
+    switch (w.k) {
+      case Value::K::Bool:
+      case Value::K::Int: return w.e;
+      case Value::K::Unknown: return opaqueBools ? materialize(w, Sort::Bool) : nullptr;
+      case Value::K::Merge: {
+        ExprPtr x = build(*w.a), y = build(*w.b);
+        if (x && y) {
+          if (x->sort != y->sort) return nullptr;
+          return x->sort == Sort::Bool ? iteB(w.cond, x, y) : model::Ite(w.cond, x, y);
+        }
+        auto absent = [](const Value& u) { return u.k == Value::K::Undef || u.k == Value::K::None; };
+        if (x && absent(*w.b)) return x;
+        if (y && absent(*w.a)) return y;
+        return nullptr;
       }
-      auto absent = [](const Value& w) { return w.k == Value::K::Undef || w.k == Value::K::None; };
-      if (x && absent(*v.b)) return x;
-      if (y && absent(*v.a)) return y;
-      return nullptr;
+      default: return nullptr;
     }
-    default: return nullptr;
-  }
+  };
+  return build(v);
 }
 
 // A call from the gate class to a function it does not define. Its

@@ -214,11 +214,19 @@ class Walker {
   Value probeAt(const std::string& probe, TSNode call);
 
   // --- platform objects (WalkPlatform.cpp) ---------------------------------------
-  // A probe method of the platform class chosen at import that answers true
-  // before probing: under `cond` (env and constants only), from `where`.
-  struct PlatformForcing {
+  // A probe method of the platform class chosen at import that answers
+  // something else than its own query before probing: under `cond` (env and
+  // constants only) it returns `value` (a literal, or another check's answer:
+  // a peer-to-peer test in place of the NVLink query), at `where`. In order:
+  // the first override whose condition holds answers.
+  struct PlatformOverride {
     ExprPtr cond;
-    std::vector<Location> where;
+    Value value;
+    std::string text;  // the answer as written
+    Location where;
+  };
+  struct PlatformForcing {
+    std::vector<PlatformOverride> overrides;
   };
   std::map<std::string, PlatformForcing> platform_forcing_;
   Module* diskModule(const std::string& path);
