@@ -701,6 +701,7 @@ TEST(Cli, AChecksCppBesideTheGivenFilesIsRead) {
   EXPECT_NE(anotes.find("should_custom_ar, a check the gate calls through an op, is defined in no given file"),
             std::string::npos)
       << anotes;
+}
 
 // --fix where only unsafe fixes exist says so, in ruff's words, instead of
 // "nothing to fix"; with --unsafe-fixes the re-check's "no gaps" says the

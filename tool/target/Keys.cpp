@@ -33,7 +33,7 @@ const json& schema() {
             "include_dirs": null, "defines": null, "preconditions": null, "values": null, "follow_calls": null,
             "std": null},
     "variables": {"[]": {"name": null, "type": null, "values": null, "min": null, "max": null, "doc": null,
-                         "role": null, "probe": null}}
+                         "role": null, "probe": null, "cpp_types": null}}
   })");
   return s;
 }
