@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <functional>
 #include <map>
 #include <optional>
@@ -1525,4 +1526,41 @@ TEST(CppFrontend, MisspelledNamesEndQuickly) {
     EXPECT_NE(std::string(e.what()).find("no dispatch CustomAllreduce::allreduce"), std::string::npos) << e.what();
   }
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 15.0);
+}
+
+// The element type is the target's element-role variable: a launch under
+// `if constexpr (std::is_same_v<T, half>)` serves float16 tensors only, and
+// `std::is_same<T, X>::value` reads the same; a type the target does not
+// list (double) is none of the element types.
+TEST(CppFrontend, ElementTypeTestsAreTestsOfTheElementVariable) {
+  std::ifstream in(std::string(LAYERGATE_FIXTURES) + "/seed-force-pcie/custom_all_reduce.cuh", std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string at = "#define KL(ngpus, name)";
+  std::size_t pos = text.find(at);
+  ASSERT_NE(pos, std::string::npos);
+  text.insert(pos,
+              "    if constexpr (std::is_same_v<T, half>) {\n"
+              "      if (!full_nvlink_) { cross_device_reduce_1stage<T, 4><<<1, 1, 0, stream>>>(ptrs, sg_, self_sg_, output, rank_, size); return; }  // HALF\n"
+              "    }\n"
+              "    if constexpr (std::is_same<T, nv_bfloat16>::value) {\n"
+              "      if (!full_nvlink_) { cross_device_reduce_2stage<T, 4><<<1, 1, 0, stream>>>(ptrs, sg_, self_sg_, output, rank_, size); return; }  // BF16\n"
+              "    }\n"
+              "    if constexpr (std::is_same_v<double, T>) { throw std::runtime_error(\"no doubles\"); }  // DOUBLE\n");
+  text.insert(text.find("#include <string>"), "#include <type_traits>\n");
+  std::string file = writeFile(tempDir(), "custom_all_reduce.cuh", text);
+  m::Dispatch d = lg::cpp::extractDispatch({file}, spec());
+  SCOPED_TRACE(dump(d));
+  auto dtype = [](Config c, const char* v) {
+    c.vars["dtype"] = {m::Sort::Str, false, 0, v};
+    return c;
+  };
+  Config pcie = Config().ws(4).nvl(false).bytes(4096);
+  EXPECT_EQ(theLeaf(d, dtype(pcie, "float16")).spelling.line, lineOf(text, "// HALF"));
+  EXPECT_EQ(theLeaf(d, dtype(pcie, "float16")).kernel, "cross_device_reduce_1stage");
+  EXPECT_EQ(theLeaf(d, dtype(pcie, "bfloat16")).spelling.line, lineOf(text, "// BF16"));
+  EXPECT_EQ(theLeaf(d, dtype(pcie, "float32")).kind, m::LeafKind::None);
+  for (const auto& l : d.leaves) EXPECT_NE(l.text, "no doubles") << "double is not an element type of the target";
+  // With NVLink every element type takes the switch's kernels.
+  for (const char* v : {"float32", "float16", "bfloat16"})
+    EXPECT_EQ(theLeaf(d, dtype(Config().ws(4).nvl(true).bytes(4096), v)).kind, m::LeafKind::Launch) << v;
 }

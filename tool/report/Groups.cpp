@@ -270,6 +270,21 @@ std::string summaryText(const GroupCounts& c) {
   return part(c.errors, c.error_cells, "error") + ", " + part(c.warnings, c.warning_cells, "warning");
 }
 
+std::string clangErrorsText(const Result& r) {
+  // Errors inside the dispatch's paths (Dispatch::broken): what the verdict
+  // could not rest on, said without --verbose. Errors elsewhere in the file
+  // (an undeclared helper macro of a missing header) are only a note.
+  const auto& b = r.dispatch.broken;
+  if (b.empty()) return "";
+  std::string first;
+  for (const auto& o : b)
+    if (o.where.valid()) {
+      first = fmt::format(", first at {}:{}", o.where.file, o.where.line);
+      break;
+    }
+  return fmt::format("; clang errors in the dispatch{}: the paths through them are possible gaps at most", first);
+}
+
 std::string cleanText(const Result& r) {
   if (std::any_of(r.findings.begin(), r.findings.end(), [](const model::Finding& f) { return !f.suppressed; }))
     return "";

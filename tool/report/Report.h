@@ -101,6 +101,9 @@ struct GroupCounts {
 };
 GroupCounts countGroups(const Result& r);
 std::string summaryText(const GroupCounts& c);
+// "; clang errors in the dispatch, first at F:L: ..." when clang errors lie on
+// the dispatch's paths (the summary line says so without --verbose); "" else.
+std::string clangErrorsText(const Result& r);
 std::string renderJson(const Result& r);
 // SARIF 2.1.0 (GitHub code scanning). Artifact URIs are relative to
 // %SRCROOT% (run.originalUriBaseIds): srcroot (the scanned folder); a file

@@ -283,8 +283,8 @@ std::string renderText(const Result& r, const TextOptions& o) {
   // A clean run's few lines stay together; after diagnostics or details, a blank line.
   bool spaced = !groups.empty() || (o.trace && !r.trace.empty()) || (o.matrix && (!r.matrix.empty() || r.space)) ||
                 (o.notes && !notes.empty());
-  out += fmt::format("{}{}{}\n", spaced ? "\n" : "", summaryText(countGroups(r)),
-                     suppressedText(countSuppressed(r), r.baselined));
+  out += fmt::format("{}{}{}{}\n", spaced ? "\n" : "", summaryText(countGroups(r)),
+                     suppressedText(countSuppressed(r), r.baselined), clangErrorsText(r));
   return out;
 }
 
