@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "CliRunner.h"
@@ -691,6 +692,96 @@ TEST_F(Tree, PerConfigurationRoutesAreCheckedAgainstTheirOwnDispatch) {
   json sarif = json::parse(r.out);
   std::string notes = sarif["runs"][0]["invocations"][0]["toolExecutionNotifications"].dump();
   EXPECT_NE(notes.find("not analysed here"), std::string::npos) << notes;
+}
+
+// The route's library is a package the gate imports, whose __init__.py builds
+// a JIT extension from its own .cu at import and re-exports its functions:
+// its cells are analysed against that .cu's dispatch, not the usual one (no
+// LG001 there), whichever way the gate imports it and chooses per box.
+TEST_F(Tree, RouteToAnImportedPackageThatBuildsAJitExtension) {
+  const std::string gate = "vllm/distributed/device_communicators/custom_all_reduce.py";
+  const std::string init = "vllm/distributed/device_communicators/pcie_ops/__init__.py";
+  const std::string pkg = "vllm.distributed.device_communicators.pcie_ops";
+  fs::copy(fs::path(LAYERGATE_FIXTURES) / "vllm-pcie-jit-package", root_, fs::copy_options::recursive);
+  for (const char* f : {"expect.json", "golden.txt", "golden-verbose.txt"}) fs::remove(root_ / f);
+  const std::string gateText = slurp(root_ / gate), initText = slurp(root_ / init);
+  auto replaced = [](std::string text, const std::string& from, const std::string& to) {
+    auto at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return at == std::string::npos ? text : text.replace(at, from.size(), to);
+  };
+  const std::string import = "from vllm.distributed.device_communicators import pcie_ops\n";
+  const std::string choice = "        self._ops = pcie_ops if not self.full_nvlink else ops\n";
+  struct Form {
+    std::string what, import, choice, init, module;
+  };
+  const std::vector<Form> forms = {
+      {"the fixture as written", import, choice, "", pkg},
+      {"a relative import, if/else assignments", "from . import pcie_ops\n",
+       "        if not self.full_nvlink:\n            self._ops = pcie_ops\n        else:\n            self._ops = ops\n", "",
+       pkg},
+      {"import ... as, a dict lookup", "import vllm.distributed.device_communicators.pcie_ops as pcie_ops\n",
+       "        self._ops = {True: ops, False: pcie_ops}[self.full_nvlink]\n", "", pkg},
+      {"the package's _C itself", import, "        self._ops = pcie_ops._C if not self.full_nvlink else ops\n", "",
+       "pcie_ops._C"},
+      {"the extension's name spelled out", import, choice, "_C = torch.utils.cpp_extension.load(name=\"pcie_ar\", sources=[os.path.join(_dir, \"pcie_ar.cu\")])\n",
+       pkg},
+  };
+  for (const auto& f : forms) {
+    SCOPED_TRACE(f.what);
+    put(root_ / gate, replaced(replaced(gateText, import, f.import), choice, f.choice));
+    put(root_ / init, f.init.empty() ? initText
+                                     : replaced(initText,
+                                                "_C = torch.utils.cpp_extension.load(name=\"pcie_ar\", sources=[os.path.join(_dir, \"pcie_ar.cu\")],\n"
+                                                "                                    extra_cuda_cflags=[\"-O3\"])\n",
+                                                f.init));
+    CliRun r = runCli("check .", root_);
+    EXPECT_EQ(r.status, 0) << r.out << r.err;
+    EXPECT_EQ(r.out.find("[LG001]"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("not analysed:"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("in all, 2 gates: 0 errors, 0 warnings"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("(target vllm-csrc, route: self._ops is " + f.module + ")"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("no gaps: 4 configurations admitted, each reaches a kernel; 4 routed elsewhere, not analysed here\n"),
+              std::string::npos)
+        << r.out;
+    r = runCli("check . --format json", root_);
+    json j = json::parse(r.out);
+    ASSERT_EQ(j["analyses"].size(), 2u) << r.out;
+    const json& usual = j["analyses"][0];
+    ASSERT_EQ(usual["routes_elsewhere"].size(), 1u) << usual;
+    EXPECT_EQ(usual["routes_elsewhere"][0]["kind"], "JIT extension");
+    EXPECT_EQ(usual["routes_elsewhere"][0]["cpp_sources"],
+              json::array({"vllm/distributed/device_communicators/pcie_ops/pcie_ar.cu"}));
+    for (const auto& m : usual["matrix"])
+      if (m["full_nvlink"] == false && m["world_size"].get<int>() % 2 == 0) EXPECT_TRUE(m.contains("not_analysed_here")) << m;
+    // The PCIe cells against the package's own .cu: a kernel for each.
+    const json& jit = j["analyses"][1];
+    EXPECT_EQ(jit["route"]["cpp_entry"], "vllm/distributed/device_communicators/pcie_ops/pcie_ar.cu");
+    int launched = 0;
+    for (const auto& m : jit["matrix"])
+      if (m["full_nvlink"] == false && m["world_size"].get<int>() % 2 == 0) {
+        EXPECT_EQ(m["gate"]["state"], "admitted") << m;
+        for (const auto& d : m["dispatch"]) launched += d["kind"] == "launch" ? 1 : 0;
+      }
+    EXPECT_GE(launched, 4) << jit["matrix"];
+  }
+}
+
+// The package's dispatch lost its PCIe kernel: the route's own analysis
+// reports the cells that reach no kernel there (the usual analysis still
+// leaves them out).
+TEST_F(Tree, RouteToAnImportedPackageReportsItsOwnGaps) {
+  fs::copy(fs::path(LAYERGATE_FIXTURES) / "vllm-pcie-jit-package-no-kernel", root_, fs::copy_options::recursive);
+  for (const char* f : {"expect.json", "golden.txt", "golden-verbose.txt"}) fs::remove(root_ / f);
+  CliRun r = runCli("check . --format json", root_);
+  EXPECT_EQ(r.status, 1) << r.out << r.err;
+  json j = json::parse(r.out);
+  ASSERT_EQ(j["analyses"].size(), 2u) << r.out;
+  for (const auto& f : j["analyses"][0]["findings"]) EXPECT_NE(f["severity"], "error") << f;
+  std::set<std::pair<int, bool>> cells;
+  for (const auto& f : j["analyses"][1]["findings"])
+    if (f["rule"] == "LG001") cells.insert({f["config"]["world_size"].get<int>(), f["config"]["full_nvlink"].get<bool>()});
+  EXPECT_EQ(cells, (std::set<std::pair<int, bool>>{{4, false}, {6, false}, {8, false}})) << j["analyses"][1]["findings"];
 }
 
 // Aphrodite (a vLLM fork): kernels/all_reduce/ in 2024, aphrodite_kernels/csrc/

@@ -40,11 +40,14 @@ std::string slurp(const fs::path& p) {
 }
 
 // Inputs of a fixture: expect.json may list them ("python": [...], "cpp":
-// [...]); by default the folder's *.py and *.cuh/*.cu/*.h (and MUSA's
+// [...], "route": "..."); by default the folder's *.py and *.cuh/*.cu/*.h (and MUSA's
 // *.muh/*.mu) files.
 void inputs(const std::string& name, const json& expect, driver::Request& req) {
   std::string dir = std::string("fixtures/") + name + "/";
   if (expect.contains("target")) req.target = expect["target"].get<std::string>();
+  // "route": analyse the gate's per-configuration route to that op library
+  // (as `check .` does for a route whose C++ is in the tree), the C++ its own.
+  if (expect.contains("route")) req.route = expect["route"].get<std::string>();
   if (expect.contains("python")) {
     for (const auto& p : expect["python"]) req.python_files.push_back(dir + p.get<std::string>());
     for (const auto& p : expect["cpp"]) req.cpp_files.push_back(dir + p.get<std::string>());

@@ -1,13 +1,16 @@
 // Walker: per-configuration routes. A gate may call its native ops through an
 // attribute that holds one of several op libraries, chosen per configuration
 // (`self._ops = ops if world_size == 2 or fully_connected else pcie_ops`, the
-// second one a JIT extension built at import from a .cu in the tree). Only the
-// route through the op module of the analysed chain reaches the dispatch
-// checked here; the configurations routed elsewhere are left out of the check
-// (Gate::scope) and said to be not analysed here, with where their route goes
-// (Gate::routes), never compared with a dispatch they do not reach.
+// second one a JIT extension built at import from a .cu in the tree, in the
+// gate's module or in a module or package the gate imports, whose body builds
+// it and re-exports its functions). Only the route through the op module of
+// the analysed chain reaches the dispatch checked here; the configurations
+// routed elsewhere are left out of the check (Gate::scope) and said to be not
+// analysed here, with where their route goes (Gate::routes), never compared
+// with a dispatch they do not reach.
 #include "python/Walker.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -83,13 +86,90 @@ std::string Walker::staticPath(TSNode n, int depth) {
   return "";
 }
 
+// The JIT build a module's body makes at import: the call of a module-level
+// `NAME = ...load(...)` (torch.utils.cpp_extension.load / load_inline), the
+// one assigned to `name` when given, else the first; null when none.
+TSNode Walker::jitBuildIn(const Module& m, const std::string& name) {
+  for (TSNode k : named(m.root)) {
+    if (!is(k, "expression_statement")) continue;
+    TSNode as = firstNamed(k);
+    if (!is(as, "assignment")) continue;
+    TSNode left = field(as, "left"), right = field(as, "right");
+    if (!is(left, "identifier") || !is(right, "call") || !isJitBuild(text(field(right, "function")))) continue;
+    if (name.empty() || text(left) == name) return right;
+  }
+  return TSNode{};
+}
+
+// The module and JIT build an op library value stands for, when it is one a
+// module the gate imports builds at import: the module itself (a package
+// whose __init__.py builds the extension and re-exports its functions), or
+// the module's attribute that holds the extension (`pcie_ops._C`). Null
+// when not.
+std::pair<Module*, TSNode> Walker::jitLibrary(const Value& v) {
+  std::string dotted;
+  if (v.k == Value::K::Object && v.tag == "module") {
+    dotted = v.text;
+  } else if (v.k == Value::K::Unknown && v.loc.valid()) {
+    // `mod._C`: an attribute of an imported module, named in the value's module
+    auto home = std::find_if(mods_.begin(), mods_.end(), [&](const auto& m) { return m->file->path == v.loc.file; });
+    auto dot = v.text.find('.');
+    if (home == mods_.end() || dot == std::string::npos) return {nullptr, TSNode{}};
+    auto al = (*home)->aliases.find(v.text.substr(0, dot));
+    if (al == (*home)->aliases.end()) return {nullptr, TSNode{}};
+    dotted = al->second + v.text.substr(dot);
+  } else {
+    return {nullptr, TSNode{}};
+  }
+  auto comps = splitDots(dotted);
+  if (Module* m = findModule(comps, cur_)) {
+    TSNode c = jitBuildIn(*m, "");
+    return {ts_node_is_null(c) ? nullptr : m, c};
+  }
+  if (comps.size() < 2) return {nullptr, TSNode{}};
+  std::string attr = comps.back();
+  comps.pop_back();
+  if (Module* m = findModule(comps, cur_)) {
+    TSNode c = jitBuildIn(*m, attr);
+    return {ts_node_is_null(c) ? nullptr : m, c};
+  }
+  return {nullptr, TSNode{}};
+}
+
+// A JIT build's sources, each spelled as a path relative to the module that
+// makes the call (its own __file__ and module-level names).
+void Walker::describeJit(model::Route& r, Module* m, TSNode call) {
+  namespace fs = std::filesystem;
+  ModuleScope scope(*this, m);
+  r.kind = "JIT extension";
+  r.where = loc(call, "route");
+  for (TSNode k : named(field(call, "arguments"))) {
+    if (!is(k, "keyword_argument") || text(field(k, "name")) != "sources") continue;
+    TSNode list = field(k, "value");
+    for (TSNode s : is(list, "list") || is(list, "tuple") ? named(list) : std::vector<TSNode>{list}) {
+      std::string p = staticPath(s, 0);
+      if (p.empty()) {
+        r.sources_unresolved.push_back(shortText(s));
+        continue;
+      }
+      std::error_code ec;
+      if (fs::is_regular_file(p, ec)) r.sources.push_back(p);
+      else r.sources_missing.push_back(p);
+    }
+  }
+}
+
 // Where a route that is not an op module of the given files goes: a JIT
 // extension's sources (in the tree or not), else the value's text.
 model::Route Walker::describeRoute(const Value& v, const ExprPtr& cond) {
-  namespace fs = std::filesystem;
   model::Route r;
   r.condition = cond;
   r.module = v.k == Value::K::Object ? v.text : v.k == Value::K::None ? "None" : v.text;
+  // An imported module (or its attribute) that builds the extension at import.
+  if (auto [m, call] = jitLibrary(v); m) {
+    describeJit(r, m, call);
+    return r;
+  }
   if (v.k != Value::K::Unknown || !v.loc.valid()) return r;
   // The call that built it, found again at its location in its module.
   for (const auto& m : mods_) {
@@ -98,23 +178,7 @@ model::Route Walker::describeRoute(const Value& v, const ExprPtr& cond) {
     TSNode n = ts_node_named_descendant_for_point_range(m->root, at, at);
     while (!ts_node_is_null(n) && !is(n, "call")) n = ts_node_parent(n);
     if (ts_node_is_null(n) || !isJitBuild(text(field(n, "function")))) return r;
-    ModuleScope scope(*this, m.get());
-    r.kind = "JIT extension";
-    r.where = loc(n, "route");
-    for (TSNode k : named(field(n, "arguments"))) {
-      if (!is(k, "keyword_argument") || text(field(k, "name")) != "sources") continue;
-      TSNode list = field(k, "value");
-      for (TSNode s : is(list, "list") || is(list, "tuple") ? named(list) : std::vector<TSNode>{list}) {
-        std::string p = staticPath(s, 0);
-        if (p.empty()) {
-          r.sources_unresolved.push_back(shortText(s));
-          continue;
-        }
-        std::error_code ec;
-        if (fs::is_regular_file(p, ec)) r.sources.push_back(p);
-        else r.sources_missing.push_back(p);
-      }
-    }
+    describeJit(r, m.get(), n);
     return r;
   }
   return r;
@@ -138,7 +202,10 @@ void Walker::routeNative(TSNode fnnode, const std::string& op, const ExprPtr& pa
   auto text = [](const Value& x) { return x.k == Value::K::None ? std::string("None") : x.text; };
   auto given = [&](const Value& x) {
     if (!limits_.route.empty()) return text(x) == limits_.route;  // analysing that route
-    return x.k == Value::K::Object && x.tag == "module" && findModule(splitDots(x.text), cur_) != nullptr;
+    // a module of the tree, unless its body builds a JIT extension (then its
+    // functions reach that extension's dispatch, not the analysed one)
+    return x.k == Value::K::Object && x.tag == "module" && findModule(splitDots(x.text), cur_) != nullptr &&
+           jitLibrary(x).first == nullptr;
   };
   ExprPtr here = model::False();
   std::string hereModule;

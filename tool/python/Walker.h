@@ -238,6 +238,9 @@ class Walker {
   // --- per-configuration routes (WalkRoutes.cpp) ------------------------------------
   std::string staticPath(TSNode n, int depth);
   model::Route describeRoute(const Value& v, const ExprPtr& cond);
+  TSNode jitBuildIn(const Module& m, const std::string& name);
+  std::pair<Module*, TSNode> jitLibrary(const Value& v);
+  void describeJit(model::Route& r, Module* m, TSNode call);
   void routeNative(TSNode fnnode, const std::string& op, const ExprPtr& path, State& st, Frame& fr, Ctx& cx);
 
   // --- given files: calls, op wrappers, native calls ---------------------------------
