@@ -12,6 +12,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,9 @@
 #include "report/Report.h"
 
 namespace layergate::report {
+
+// FNV-1a 64 of s as 16 hex digits: the same on every run and build.
+std::string stableHash(const std::string& s);
 
 // Fills Finding::fingerprint; `files` holds (at least) the primary files.
 void assignFingerprints(std::vector<model::Finding>& findings, const std::map<std::string, model::SourceText>& files);
@@ -30,6 +34,13 @@ using Baseline = std::map<std::string, int>;
 Baseline readBaseline(const std::string& path);
 // Drops the unsuppressed findings the baseline holds; returns how many.
 int applyBaseline(Result& r, Baseline& b);
+// --diff-base: the lines changed since a commit, by file (absolute, symlinks
+// resolved); a file's line 0 stands for every line (a file new to git).
+using ChangedLines = std::map<std::string, std::set<int>>;
+// Sets aside into r.preexisting the unsuppressed findings none of whose
+// locations (primary, notes, expansions) is on a changed line; their paths
+// are relative to `base` ("" = the working directory). Returns how many.
+int applyDiffBase(Result& r, const ChangedLines& changed, const std::string& base);
 // The unsuppressed findings of every result, as a layergate JSON report
 // holding only findings (rule, severity, message, file, line, fingerprint).
 void writeBaseline(const std::string& path, const std::vector<const Result*>& results);
