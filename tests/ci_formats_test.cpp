@@ -39,8 +39,8 @@ class Ci : public ::testing::Test {
   // The diagnostics of the JSON report (a scan of tree/ from base_), unsuppressed.
   json diagnostics() {
     CliRun j = run("check tree --format json", base_);
-    json out = json::array();
-    for (const auto& d : json::parse(j.out)["analyses"][0]["diagnostics"])
+    json out = json::array(), report = json::parse(j.out);
+    for (const auto& d : report["analyses"][0]["diagnostics"])
       if (!d.contains("suppressed")) out.push_back(d);
     return out;
   }
@@ -93,7 +93,7 @@ TEST_F(Ci, GithubAnnotationsOnePerDiagnosticAtItsPrimaryLocation) {
     EXPECT_EQ(m[1].str(), d["severity"].get<std::string>());
     EXPECT_EQ(m[2].str(), d["location"]["file"].get<std::string>());
     EXPECT_EQ(std::stoi(m[3].str()), d["location"]["line"].get<int>());
-    EXPECT_EQ(std::stoi(m[4].str()), d["location"]["col"].get<int>());
+    EXPECT_EQ(std::stoi(m[4].str()), d["location"]["column"].get<int>());
     EXPECT_EQ(m[5].str(), d["rule"].get<std::string>());
     // The message as the report has it: commas and colons are not escaped there.
     EXPECT_EQ(m[6].str(), d["message"].get<std::string>());

@@ -12,7 +12,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string canonical(const fs::path& p) {
+std::string resolved(const fs::path& p) {
   std::error_code ec;
   fs::path c = fs::weakly_canonical(p, ec);
   return (ec ? p.lexically_normal() : c).string();
@@ -44,7 +44,7 @@ report::ChangedLines parseUnifiedDiff(const std::string& diff, const std::string
   while (std::getline(in, line)) {
     if (line.rfind("+++ ", 0) == 0) {
       // "+++ b/path" (the prefixes asked for), "+++ /dev/null" for a deleted file.
-      file = line.rfind("+++ b/", 0) == 0 ? canonical(fs::path(top) / line.substr(6)) : "";
+      file = line.rfind("+++ b/", 0) == 0 ? resolved(fs::path(top) / line.substr(6)) : "";
       continue;
     }
     if (line.rfind("@@ ", 0) != 0 || file.empty()) continue;
@@ -93,7 +93,7 @@ report::ChangedLines changedSince(const std::string& ref, const std::string& pat
   if (untracked.exit_code == 0) {
     std::size_t b = 0;
     for (std::size_t e; (e = untracked.output.find('\0', b)) != std::string::npos; b = e + 1)
-      if (e > b) out[canonical(fs::path(root) / untracked.output.substr(b, e - b))].insert(0);
+      if (e > b) out[resolved(fs::path(root) / untracked.output.substr(b, e - b))].insert(0);
   }
   return out;
 }
