@@ -9,6 +9,8 @@
 // A baseline is an earlier report (layergate JSON, from --format json or
 // --write-baseline, or SARIF): a run given it reports only the findings whose
 // fingerprint it does not hold, each entry matching at most one finding.
+// --diff-base sets findings aside the same way, by the lines they are on
+// (cli/DiffBase.h reads those from git).
 #pragma once
 
 #include <map>
