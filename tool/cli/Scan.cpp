@@ -14,6 +14,7 @@
 #include "jobs/Jobs.h"
 #include "jobs/Trace.h"
 #include "model/Errors.h"
+#include "report/Baseline.h"
 #include "target/Chains.h"
 
 namespace layergate::driver {
@@ -287,7 +288,7 @@ std::string renderScanText(const ScanResult& s, const report::TextOptions& o) {
       // Nothing to report: one line, when several analyses share the output
       // and no detail was asked for.
       if (!clean.empty() && !details && (s.results.size() > 1 || !s.unanalysed.empty())) {
-        out += checkingText(s.units[i]) + ": " + clean + "\n";
+        out += checkingText(s.units[i]) + ": " + clean + "\n" + report::preexistingText(r);
         continue;
       }
       out += checkingText(s.units[i]) + "\n";
@@ -309,17 +310,18 @@ std::string renderScanText(const ScanResult& s, const report::TextOptions& o) {
     for (const auto& n : s.notes) out += fmt::format("layergate: note: {}\n", n);
   if (s.results.size() > 1 || !s.unanalysed.empty() || !s.skipped.empty()) {
     report::GroupCounts c;
-    int suppressed = 0, baselined = 0;
+    int suppressed = 0, baselined = 0, preexisting = 0;
     for (const auto& r : s.results) {
       auto g = report::countGroups(r);
       c.errors += g.errors, c.warnings += g.warnings, c.error_cells += g.error_cells, c.warning_cells += g.warning_cells;
       suppressed += report::countSuppressed(r), baselined += r.baselined;
+      preexisting += static_cast<int>(r.preexisting.size());
     }
     std::string tail;
     if (!s.unanalysed.empty()) tail += fmt::format("; {} not analysed", s.unanalysed.size());
     if (!s.skipped.empty()) tail += "; " + skippedText(s);
     out += fmt::format("\nin all, {} gate{}: {}{}{}\n", s.results.size(), s.results.size() == 1 ? "" : "s",
-                       report::summaryText(c), report::suppressedText(suppressed, baselined), tail);
+                       report::summaryText(c), report::suppressedText(suppressed, baselined, preexisting), tail);
   }
   return out;
 }
@@ -343,6 +345,42 @@ std::string renderScanConcise(const ScanResult& s) {
   return out + count;
 }
 
+namespace {
+
+// A unit found and not analysed, in the words SARIF's notification uses.
+std::string unanalysedText(const ScanResult::Unanalysed& x) {
+  return filesText(x.unit) + " (target " + x.unit.target + ") not analysed: " + x.reason;
+}
+
+}  // namespace
+
+std::string renderScanGithub(const ScanResult& s) {
+  std::string out;
+  for (const auto& r : s.results) out += report::renderGithub(r);
+  // Never a silent pass: a unit not analysed is an annotation on its gate
+  // (a warning when layergate has no model of it, an error when it stopped).
+  for (const auto& x : s.unanalysed)
+    out += fmt::format("::{} {}title=layergate::{}\n", x.unmodelled ? "warning" : "error",
+                       x.unit.python_files.empty() ? "" : "file=" + report::githubEscapeProperty(x.unit.python_files[0]) + ",",
+                       report::githubEscapeData(unanalysedText(x)));
+  return out;
+}
+
+std::string renderScanGitlab(const ScanResult& s) {
+  json issues = json::array();
+  for (const auto& r : s.results)
+    for (auto& i : json::parse(report::renderGitlab(r))) issues.push_back(std::move(i));
+  for (const auto& x : s.unanalysed) {
+    std::string file = x.unit.python_files.empty() ? "" : x.unit.python_files[0];
+    issues.push_back({{"description", unanalysedText(x)},
+                      {"check_name", "not-analysed"},
+                      {"fingerprint", report::stableHash("not-analysed\n" + file)},
+                      {"severity", x.unmodelled ? "minor" : "major"},
+                      {"location", {{"path", file}, {"lines", {{"begin", 1}}}}}});
+  }
+  return issues.dump(2) + "\n";
+}
+
 std::string renderScanJson(const ScanResult& s) {
   json analyses = json::array();
   for (size_t i = 0; i < s.results.size(); ++i) {
@@ -360,7 +398,8 @@ std::string renderScanJson(const ScanResult& s) {
   json summary = json::object();
   for (const auto& a : analyses)
     for (const auto& [k, v] : a["summary"].items()) summary[k] = summary.value(k, 0) + v.get<int>();
-  for (const char* k : {"errors", "warnings", "error_configurations", "warning_configurations", "suppressed", "baselined"})
+  for (const char* k : {"errors", "warnings", "error_configurations", "warning_configurations", "suppressed", "baselined",
+                        "preexisting"})
     if (!summary.contains(k)) summary[k] = 0;
   summary["not_analysed"] = s.unanalysed.size();
   json unanalysed = json::array();

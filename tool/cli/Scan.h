@@ -57,6 +57,12 @@ void showFromWorkingDirectory(ScanResult& s, const std::string& root);
 std::string renderScanText(const ScanResult& s, const report::TextOptions& o);
 // One line per finding group of every analysis, then the count.
 std::string renderScanConcise(const ScanResult& s);
+// Every analysis's GitHub workflow commands (report::renderGithub), then an
+// annotation per unit not analysed.
+std::string renderScanGithub(const ScanResult& s);
+// One GitLab Code Quality array: every analysis's issues, then an issue per
+// unit not analysed (check_name "not-analysed").
+std::string renderScanGitlab(const ScanResult& s);
 // {"tool", "analyses": [the single-check JSON of each unit], "notes", "summary"}
 std::string renderScanJson(const ScanResult& s);
 // One run holding every unit's results (code scanning wants one run per tool);

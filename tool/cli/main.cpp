@@ -20,6 +20,7 @@
 #include "checks/Check.h"
 #include "cli/Allocator.h"
 #include "cli/Analysis.h"
+#include "cli/DiffBase.h"
 #include "cli/Fixes.h"
 #include "cli/Output.h"
 #include "cli/Scan.h"
@@ -54,6 +55,7 @@ struct CheckArgs {
   config::Overrides overrides;  // flags given on the command line
   bool show_settings = false;
   std::string baseline, write_baseline;
+  std::string diff_base;  // --diff-base REF
   bool diff = false, fix = false, unsafe_fixes = false;  // --diff, --fix, --unsafe-fixes
   std::string command;  // the command line, for the HTML page
 };
@@ -122,22 +124,34 @@ int exitStatus(const CheckArgs& a, int errors, int warnings) {
   return (a.fail_on == "warning" ? errors + warnings : errors) > 0 ? kExitFindings : kExitClean;
 }
 
-// --write-baseline, then --baseline: what is left is what the report shows.
-// After --fix the files are analysed again and the baseline written again,
-// from the fixed files; the caller says once that it was written.
-void baselines(const CheckArgs& a, const std::vector<report::Result*>& results) {
+// The path a check starts from: the configuration file is looked up from
+// it, and --diff-base's checkout is the one it is in.
+std::string startPath(const CheckArgs& a) {
+  return !a.paths.empty() ? a.paths[0] : !a.req.python_files.empty() ? a.req.python_files[0]
+                                   : !a.req.cpp_files.empty()    ? a.req.cpp_files[0] : ".";
+}
+
+// --write-baseline, then --baseline, then --diff-base: what is left is what
+// the report shows. After --fix the files are analysed again and the
+// baseline written again, from the fixed files (and their lines changed
+// since --diff-base's commit read again); the caller says once that it was
+// written. base: the directory the results' paths are relative to.
+void baselines(const CheckArgs& a, const std::vector<report::Result*>& results, const std::string& base) {
   if (!a.write_baseline.empty())
     report::writeBaseline(a.write_baseline, std::vector<const report::Result*>(results.begin(), results.end()));
-  if (a.baseline.empty()) return;
-  report::Baseline b = report::readBaseline(a.baseline);
-  for (auto* r : results) report::applyBaseline(*r, b);
+  if (!a.baseline.empty()) {
+    report::Baseline b = report::readBaseline(a.baseline);
+    for (auto* r : results) report::applyBaseline(*r, b);
+  }
+  if (!a.diff_base.empty()) {
+    report::ChangedLines changed = driver::changedSince(a.diff_base, startPath(a));
+    for (auto* r : results) report::applyDiffBase(*r, changed, base);
+  }
 }
 
 // The configuration file and the command line, applied to the check's options.
 void configure(CheckArgs& a) {
-  std::string start = !a.paths.empty() ? a.paths[0] : !a.req.python_files.empty() ? a.req.python_files[0]
-                                     : !a.req.cpp_files.empty()    ? a.req.cpp_files[0] : ".";
-  auto s = std::make_shared<config::Settings>(config::resolve(start, a.overrides));
+  auto s = std::make_shared<config::Settings>(config::resolve(startPath(a), a.overrides));
   a.fail_on = s->fail_on.value;
   a.req.solve.max_world_size = s->max_world_size.value;
   a.req.strict = s->strict.value;
@@ -169,7 +183,7 @@ int runScan(const CheckArgs& a, driver::ReportOut& out) {
     if (!from_root) driver::showFromWorkingDirectory(s, a.paths[0]);
     std::vector<report::Result*> all;
     for (auto& r : s.results) all.push_back(&r);
-    baselines(a, all);
+    baselines(a, all, from_root ? a.paths[0] : "");
     return s;
   };
   driver::ScanResult s = analyseAll();
@@ -192,6 +206,10 @@ int runScan(const CheckArgs& a, driver::ReportOut& out) {
     out.stream() << driver::renderScanHtml(s, driver::htmlOptions(a.output, ".", a.paths[0], a.command));
   } else if (a.format == "concise") {
     out.stream() << driver::renderScanConcise(s);
+  } else if (a.format == "github") {
+    out.stream() << driver::renderScanGithub(s);
+  } else if (a.format == "gitlab") {
+    out.stream() << driver::renderScanGitlab(s);
   } else {
     out.stream() << driver::renderScanText(s, textOptions(a));
   }
@@ -226,7 +244,7 @@ int runCheck(CheckArgs a) {
   // gate's message sizes and what the dispatch runs, only with --matrix:
   // without it, none of those searches runs (a finding's sizes are its gap's,
   // searched apart).
-  if (a.format == "text" || a.format == "concise")
+  if (a.format == "text" || a.format == "concise" || a.format == "github" || a.format == "gitlab")
     a.req.solve.regions = a.req.solve.sizes = a.req.solve.dispatch_parts = a.matrix || a.verbose;
   if (a.show_settings) {
     std::cout << config::describe(*a.req.settings);
@@ -235,6 +253,8 @@ int runCheck(CheckArgs a) {
   checkPlatform(a);
   // No path and no files: the working directory, as `ruff check` takes it.
   if (a.paths.empty() && a.req.python_files.empty() && a.req.cpp_files.empty()) a.paths.push_back(".");
+  // A commit git cannot resolve, or no checkout: said before the analysis runs.
+  if (!a.diff_base.empty()) driver::changedSince(a.diff_base, startPath(a));
   driver::ReportOut out(a.output);
   bool dir = false;
   for (const auto& p : a.paths) dir = dir || std::filesystem::is_directory(p);
@@ -260,7 +280,7 @@ int runCheck(CheckArgs a) {
     if (a.platform != "all" && r.platform != a.platform)
       throw InputError("the files given are a " + r.platform + " gate (target " + r.target + "), not " + a.platform +
                        " (--platform)");
-    baselines(a, {&r});
+    baselines(a, {&r}, "");
     return r;
   };
   report::Result r = analyseOnce();
@@ -282,6 +302,10 @@ int runCheck(CheckArgs a) {
   } else if (a.format == "concise") {
     auto c = report::countGroups(r);
     out.stream() << report::renderConcise(r) << report::conciseCount(c.errors, c.warnings);
+  } else if (a.format == "github") {
+    out.stream() << report::renderGithub(r);
+  } else if (a.format == "gitlab") {
+    out.stream() << report::renderGitlab(r);
   } else {
     out.stream() << report::renderText(r, textOptions(a));
   }
@@ -352,8 +376,9 @@ int main(int argc, char** argv) {
       ->type_name("FILE")
       ->allow_extra_args(false);
   check->add_option("--format,-f,--output-format", ca.format,
-                    "Output format (concise: one line per diagnostic, for CI logs; html: one self-contained page)")
-      ->check(CLI::IsMember({"text", "concise", "json", "sarif", "html"}))
+                    "Output format (concise: one line per diagnostic, for CI logs; github: GitHub Actions annotations; "
+                    "gitlab: GitLab Code Quality JSON; html: one self-contained page)")
+      ->check(CLI::IsMember({"text", "concise", "json", "sarif", "html", "github", "gitlab"}))
       ->capture_default_str();
   check->add_option("--output,-o", ca.output, "Write the report to FILE instead of stdout")->type_name("FILE");
   check->add_option("--fail-on", ca.fail_on, "Lowest severity that makes the exit status 1")
@@ -416,6 +441,10 @@ int main(int argc, char** argv) {
   check->add_flag("--unsafe-fixes", ca.unsafe_fixes,
                   "With --diff or --fix: LG001's C++ branch instead of the Python guard for the configurations it "
                   "serves (unsafe until `layergate selftest`, whose command --fix prints, shows it correct)");
+  check->add_option("--diff-base", ca.diff_base,
+                    "In a git checkout: fail only on findings on lines changed since REF (git diff REF, the working "
+                    "tree); the others are listed as pre-existing and not counted")
+      ->type_name("REF");
   check->add_option("--write-baseline", ca.write_baseline, "Write the findings of this run to FILE, for --baseline")
       ->type_name("FILE");
 

@@ -11,12 +11,11 @@
 #include "model/Errors.h"
 
 namespace layergate::report {
-namespace {
 
 using nlohmann::json;
 
 // FNV-1a 64: the same on every run and build, which std::hash does not promise.
-std::string fnv(const std::string& s) {
+std::string stableHash(const std::string& s) {
   std::uint64_t h = 1469598103934665603ull;
   for (unsigned char c : s) {
     h ^= c;
@@ -26,6 +25,8 @@ std::string fnv(const std::string& s) {
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
   return buf;
 }
+
+namespace {
 
 // The line's code: comments cut off, runs of blanks one space, trimmed.
 std::string normalisedLine(const model::SourceText& src, int line) {
@@ -95,7 +96,7 @@ void assignFingerprints(std::vector<model::Finding>& findings, const std::map<st
     std::string ws = f.config.world_size ? std::to_string(*f.config.world_size) : "-";
     std::string nv = f.config.full_nvlink ? (*f.config.full_nvlink ? "nvlink" : "pcie") : "-";
     std::string key = f.rule + '\0' + file + '\0' + code + '\0' + ws + '\0' + nv + '\0' + scope;
-    std::string h = fnv(key);
+    std::string h = stableHash(key);
     int n = ++seen[h];
     f.fingerprint = n == 1 ? h : h + "-" + std::to_string(n);
   }
@@ -157,20 +158,61 @@ Baseline readBaseline(const std::string& path) {
   return b;
 }
 
-int applyBaseline(Result& r, Baseline& b) {
+namespace {
+
+// Moves the unsuppressed findings `old` says are known out of the report
+// (into *kept when given); returns how many. What --baseline and --diff-base
+// share: findings set aside count toward no summary and no exit status.
+template <typename Known>
+int setAside(Result& r, Known old, std::vector<model::Finding>* kept) {
   int n = 0;
   for (auto it = r.findings.begin(); it != r.findings.end();) {
-    auto at = it->suppressed ? b.end() : b.find(it->fingerprint);
-    if (at != b.end() && at->second > 0) {
-      --at->second;
+    if (!it->suppressed && old(*it)) {
       ++n;
+      if (kept) kept->push_back(std::move(*it));
       it = r.findings.erase(it);
     } else {
       ++it;
     }
   }
+  return n;
+}
+
+}  // namespace
+
+int applyBaseline(Result& r, Baseline& b) {
+  int n = setAside(
+      r,
+      [&](const model::Finding& f) {
+        auto at = b.find(f.fingerprint);
+        if (at == b.end() || at->second <= 0) return false;
+        --at->second;
+        return true;
+      },
+      nullptr);
   r.baselined += n;
   return n;
+}
+
+int applyDiffBase(Result& r, const ChangedLines& changed, const std::string& base) {
+  namespace fs = std::filesystem;
+  std::map<std::string, std::string> resolved;  // a location's path -> its key in `changed`
+  auto keyOf = [&](const std::string& file) -> const std::string& {
+    auto it = resolved.find(file);
+    if (it != resolved.end()) return it->second;
+    std::error_code ec;
+    fs::path p = fs::path(file).is_absolute() ? fs::path(file) : fs::path(base.empty() ? "." : base) / file;
+    fs::path abs = fs::weakly_canonical(fs::absolute(p, ec), ec);
+    return resolved[file] = (ec ? p.lexically_normal() : abs).string();
+  };
+  auto touches = [&](const model::Finding& f) {
+    for (const auto& l : f.locations) {
+      auto it = changed.find(keyOf(l.file));
+      if (it != changed.end() && (it->second.count(0) || it->second.count(l.line))) return true;
+    }
+    return false;
+  };
+  return setAside(r, [&](const model::Finding& f) { return !touches(f); }, &r.preexisting);
 }
 
 void writeBaseline(const std::string& path, const std::vector<const Result*>& results) {

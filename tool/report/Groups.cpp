@@ -288,6 +288,10 @@ std::string clangErrorsText(const Result& r) {
 std::string cleanText(const Result& r) {
   if (std::any_of(r.findings.begin(), r.findings.end(), [](const model::Finding& f) { return !f.suppressed; }))
     return "";
+  // Gaps there are, only none on the lines changed since --diff-base's commit.
+  if (!r.preexisting.empty())
+    return fmt::format("no new findings: {} pre-existing, on no line changed since the --diff-base commit",
+                       r.preexisting.size());
   int admitted = 0, elsewhere = 0;
   for (const auto& v : r.matrix) {
     if (!v.routed_elsewhere.empty()) {
@@ -330,6 +334,19 @@ std::string renderConcise(const Result& r) {
                         : r.python_files.empty() ? std::string("layergate")
                                                  : r.python_files[0];
     out += fmt::format("{}: {} {}\n", where, g.first().rule, g.message);
+  }
+  return out;
+}
+
+std::string preexistingText(const Result& r) {
+  if (r.preexisting.empty()) return "";
+  Result old;
+  old.python_files = r.python_files;
+  old.findings = r.preexisting;
+  std::string out;
+  for (const auto& g : groupFindings(old)) {
+    std::string where = g.primary.valid() ? loc(g.primary) : old.python_files.empty() ? "layergate" : old.python_files[0];
+    out += fmt::format("layergate: pre-existing (not counted): {}: {} {}\n", where, g.first().rule, g.message);
   }
   return out;
 }

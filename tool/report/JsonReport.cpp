@@ -39,13 +39,14 @@ const char* leafKind(model::LeafKind k) {
 
 // The counts of the text report's summary line: diagnostics, and the
 // configurations they stand for.
-json summaryJson(const GroupCounts& c, int suppressed, int baselined) {
+json summaryJson(const GroupCounts& c, int suppressed, int baselined, int preexisting) {
   return {{"errors", c.errors},
           {"warnings", c.warnings},
           {"error_configurations", c.error_cells},
           {"warning_configurations", c.warning_cells},
           {"suppressed", suppressed},
-          {"baselined", baselined}};
+          {"baselined", baselined},
+          {"preexisting", preexisting}};
 }
 
 }  // namespace
@@ -260,7 +261,19 @@ std::string renderJson(const Result& r) {
               {"selection", selection},
               {"space", space},
               {"notes", notes},
-              {"summary", summaryJson(countGroups(r), countSuppressed(r), r.baselined)}};
+              {"summary", summaryJson(countGroups(r), countSuppressed(r), r.baselined, static_cast<int>(r.preexisting.size()))}};
+  // Findings --diff-base set aside (on no changed line): listed as the
+  // baseline file lists them, not counted.
+  if (!r.preexisting.empty()) {
+    json old = json::array();
+    for (const auto& f : r.preexisting) {
+      json jf = {{"rule", f.rule}, {"severity", model::severityName(f.severity)}, {"message", f.message},
+                 {"fingerprint", f.fingerprint}};
+      if (const model::Location* p = f.primary()) jf["file"] = p->file, jf["line"] = p->line;
+      old.push_back(jf);
+    }
+    out["preexisting"] = old;
+  }
   // C++ branches --unsafe-fixes inserted: counted as kernels, not yet run.
   if (!r.unproven.empty()) out["unproven_branches"] = r.unproven;
   return out.dump(2) + "\n";

@@ -47,6 +47,9 @@ struct Result {
   std::optional<model::Selection> selection;
   std::vector<std::vector<solve::CellVerdict>> selection_cells;  // one per selection->arms
   int baselined = 0;              // findings left out because the --baseline holds them
+  // Findings --diff-base set aside: none of their locations is on a line
+  // changed since its commit. Listed (text, JSON), never counted.
+  std::vector<model::Finding> preexisting;
   // Why findings got no fix (also in gate.notes): the text report says it
   // under the findings, where the other notes are shown only on request.
   std::vector<std::string> fix_notes;
@@ -92,6 +95,17 @@ std::string renderText(const Result& r, const TextOptions& o = {});
 // (no summary: the caller counts over every analysis, conciseCount).
 std::string renderConcise(const Result& r);
 std::string conciseCount(int errors, int warnings);
+// `--output-format github`: GitHub Actions workflow commands, one line per
+// error or warning group at its primary location
+// (`::error file=F,line=L,col=C,title=LG001::message`; CiFormats.cpp).
+std::string renderGithub(const Result& r);
+// A workflow command's message (`%`, CR, LF escaped) and property value
+// (those and `:` and `,`), as GitHub's toolkit escapes them.
+std::string githubEscapeData(const std::string& s);
+std::string githubEscapeProperty(const std::string& s);
+// `--output-format gitlab`: GitLab Code Quality, a JSON array with one issue
+// per group (description, check_name, fingerprint, severity, location).
+std::string renderGitlab(const Result& r);
 // "no gaps: 12 configurations admitted, each reaches a kernel", "" when the
 // result has something to report (unsuppressed findings).
 std::string cleanText(const Result& r);
@@ -162,8 +176,11 @@ std::string configText(const model::Config& c, const model::Roles& names);
 int countAtLeast(const Result& r, model::Severity s);
 // Findings an inline `layergate: ignore[...]` covers.
 int countSuppressed(const Result& r);
-// " (2 suppressed, 1 baselined)" for the summary line, "" when both are 0.
-std::string suppressedText(int suppressed, int baselined);
+// " (2 suppressed, 1 baselined, 1 pre-existing)" for the summary line, ""
+// when all are 0.
+std::string suppressedText(int suppressed, int baselined, int preexisting = 0);
+// The findings --diff-base set aside, one line per group ("" when none).
+std::string preexistingText(const Result& r);
 
 }  // namespace layergate::report
 

@@ -95,10 +95,11 @@ int countSuppressed(const Result& r) {
       std::count_if(r.findings.begin(), r.findings.end(), [](const model::Finding& f) { return f.suppressed.has_value(); }));
 }
 
-std::string suppressedText(int suppressed, int baselined) {
+std::string suppressedText(int suppressed, int baselined, int preexisting) {
   std::string s;
   if (suppressed) s += fmt::format("{} suppressed", suppressed);
   if (baselined) s += fmt::format("{}{} baselined", s.empty() ? "" : ", ", baselined);
+  if (preexisting) s += fmt::format("{}{} pre-existing", s.empty() ? "" : ", ", preexisting);
   return s.empty() ? s : " (" + s + ")";
 }
 
@@ -186,6 +187,7 @@ std::string renderText(const Result& r, const TextOptions& o) {
     std::string clean = cleanText(r);
     if (!clean.empty()) out += clean + "\n";
   }
+  out += preexistingText(r);
   if (o.trace && !r.trace.empty()) {
     out += "\nFlag trace (NVLink flag, Python probe to C++ branch)\n";
     for (size_t i = 0; i < r.trace.size(); ++i)
@@ -284,7 +286,8 @@ std::string renderText(const Result& r, const TextOptions& o) {
   bool spaced = !groups.empty() || (o.trace && !r.trace.empty()) || (o.matrix && (!r.matrix.empty() || r.space)) ||
                 (o.notes && !notes.empty());
   out += fmt::format("{}{}{}{}\n", spaced ? "\n" : "", summaryText(countGroups(r)),
-                     suppressedText(countSuppressed(r), r.baselined), clangErrorsText(r));
+                     suppressedText(countSuppressed(r), r.baselined, static_cast<int>(r.preexisting.size())),
+                     clangErrorsText(r));
   return out;
 }
 
