@@ -294,12 +294,14 @@ std::optional<Gap> Solver::findGap(const Cell& c, GapKind kind) {
 
 // The element-role variable, where the dispatch reads it (a branch on the
 // element type); else null: every element type takes the same paths.
-const target::Variable* Solver::elementVariable() const {
+const target::Variable* Solver::elementVariable() {
+  if (element_known_) return element_;
+  element_known_ = true;
   const target::Variable* el = target::findVariable(impl_->opt.variables, impl_->roles.element);
   if (!el) return nullptr;
   for (const auto& l : dispatch_.leaves)
     for (const auto& v : model::varsOf(l.condition))
-      if (v.name == el->name) return el;
+      if (v.name == el->name) return element_ = el;
   return nullptr;
 }
 

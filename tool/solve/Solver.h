@@ -203,7 +203,10 @@ class Solver {
  private:
   bool reads_nvlink_ = true;
   std::optional<Gap> computeGap(const Cell& cell, GapKind kind);
-  const target::Variable* elementVariable() const;
+  // Found once: every cell's gap asks.
+  const target::Variable* elementVariable();
+  const target::Variable* element_ = nullptr;
+  bool element_known_ = false;
   // Env variables the dispatch reads and compares with string constants
   // (an algorithm override), with those strings: a throw for a value outside
   // them is input validation (LG009), whoever else reads the variable.
