@@ -25,6 +25,7 @@
 #include "cli/Output.h"
 #include "cli/Scan.h"
 #include "config/Config.h"
+#include "gates/Gates.h"
 #include "jobs/Jobs.h"
 #include "jobs/Trace.h"
 #include "model/Errors.h"
@@ -54,6 +55,7 @@ struct CheckArgs {
   std::string platform = "all";                         // --platform
   config::Overrides overrides;  // flags given on the command line
   bool show_settings = false;
+  bool list_gates = false;  // --list-gates
   std::string baseline, write_baseline;
   std::string diff_base;  // --diff-base REF
   bool diff = false, fix = false, unsafe_fixes = false;  // --diff, --fix, --unsafe-fixes
@@ -238,6 +240,24 @@ void writeFailedReport(const CheckArgs& a, const std::string& reason, int status
   }
 }
 
+// --list-gates: every native-op call of the checkout, its conditions, the
+// C++ entry its op is registered to, and whether it is analysed (gates/).
+int runListGates(const CheckArgs& a) {
+  if (a.paths.size() != 1 || !a.req.python_files.empty() || !a.req.cpp_files.empty() ||
+      !std::filesystem::is_directory(a.paths[0]))
+    throw InputError("--list-gates takes one directory (a checkout), not files");
+  if (a.format != "text" && a.format != "json")
+    throw InputError("--list-gates writes text or json, not " + a.format);
+  auto targets = target::loadTargets(a.req.rules_dir.empty() ? target::defaultRulesDir() : a.req.rules_dir);
+  discover::Options o;
+  o.max_files = a.max_files;
+  gates::Inventory inv = gates::inventory(a.paths[0], targets, o);
+  driver::ReportOut out(a.output);
+  out.stream() << (a.format == "json" ? gates::renderJson(inv) : gates::renderText(inv, a.verbose));
+  out.finish();
+  return kExitClean;
+}
+
 int runCheck(CheckArgs a) {
   configure(a);
   // The text report lists a family's admitted regions, and per cell the
@@ -253,6 +273,7 @@ int runCheck(CheckArgs a) {
   checkPlatform(a);
   // No path and no files: the working directory, as `ruff check` takes it.
   if (a.paths.empty() && a.req.python_files.empty() && a.req.cpp_files.empty()) a.paths.push_back(".");
+  if (a.list_gates) return runListGates(a);
   // A commit git cannot resolve, or no checkout: said before the analysis runs.
   if (!a.diff_base.empty()) driver::changedSince(a.diff_base, startPath(a));
   driver::ReportOut out(a.output);
@@ -432,6 +453,9 @@ int main(int argc, char** argv) {
   check->add_option("--config", config_file, "Configuration file (default: .layergate.toml or pyproject.toml [tool.layergate], "
                                              "nearest the scanned path)")->type_name("FILE");
   check->add_flag("--isolated", ca.overrides.isolated, "Read no configuration file");
+  check->add_flag("--list-gates", ca.list_gates,
+                  "Print every native-op call of the checkout under a condition: its conditions, the C++ entry its op "
+                  "is registered to, and whether it is analysed (--verbose: the unconditional calls too)");
   check->add_flag("--show-settings", ca.show_settings, "Print the settings in force and where each comes from, then exit");
   check->add_option("--baseline", ca.baseline, "Report only findings not in this earlier report (layergate JSON or SARIF)")
       ->type_name("FILE");

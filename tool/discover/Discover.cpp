@@ -211,7 +211,7 @@ std::vector<Unit> unitsOf(const target::Target& t, const std::vector<std::string
   return out;
 }
 
-void walk(const std::string& root, const Options& o, const NameFilter& keep, Result& r,
+void walk(const std::string& root, const Options& o, const std::function<bool(const std::string&)>& keep, Result& r,
           std::vector<std::string>& kept) {
   struct Dir {
     std::string rel;  // "" for the root, else "a/b"
@@ -655,6 +655,20 @@ std::vector<Unit> match(const std::vector<std::string>& files_in, const std::vec
                           }),
               units.end());
   return units;
+}
+
+std::vector<std::string> walkFiles(const std::string& root, const Options& options,
+                                   const std::function<bool(const std::string& name)>& keep,
+                                   std::vector<std::string>* notes) {
+  struct stat st;
+  if (stat(root.c_str(), &st) != 0) throw InputError(root + ": no such file or directory");
+  if (!S_ISDIR(st.st_mode)) throw InputError(root + ": not a directory");
+  Result r;
+  std::vector<std::string> kept;
+  walk(root, options, keep, r, kept);
+  std::sort(kept.begin(), kept.end());
+  if (notes) notes->insert(notes->end(), r.notes.begin(), r.notes.end());
+  return kept;
 }
 
 Result discover(const std::string& root, const std::vector<target::Target>& targets, const Options& options) {

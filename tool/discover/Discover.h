@@ -95,6 +95,14 @@ bool definesDispatch(const std::string& text, const target::Target& t);
 // each other dispatch extension (none for a pattern without one).
 std::vector<std::string> extensionVariants(const std::vector<std::string>& patterns);
 
+// The root-relative files under root whose last component keep() takes,
+// sorted: the walk discover() makes (its skips, excludes and limits), for a
+// stage that reads other files than the targets' (gates/). Its notes (a
+// directory that could not be read) are appended to *notes.
+std::vector<std::string> walkFiles(const std::string& root, const Options& options,
+                                   const std::function<bool(const std::string& name)>& keep,
+                                   std::vector<std::string>* notes = nullptr);
+
 // Directory names the walk never enters (dot-directories, build*, vendored
 // trees such as third_party, node_modules, __pycache__, site-packages).
 bool isSkippedDirName(const std::string& name);
