@@ -203,6 +203,28 @@ TEST(ListGates, FixtureCheckoutGolden) {
   EXPECT_NE(v.out.find("unconditional"), std::string::npos);
 }
 
+// The gates' analyses run side by side: one job or many, the same bytes.
+TEST(ListGates, SameOutputAtOneJobAndMany) {
+  const std::string dir = std::string(LAYERGATE_FIXTURES) + "/gates-inventory";
+  auto one = lgtest::runCli("check . --list-gates --format json -j1", dir);
+  auto many = lgtest::runCli("check . --list-gates --format json -j8", dir);
+  ASSERT_EQ(one.status, 0) << one.err;
+  EXPECT_EQ(one.out, many.out);
+}
+
+// The analysis with no target: a group size Python admits and the entry's
+// TORCH_CHECK rejects, a dtype the same, and a gate whose entry serves all
+// it admits.
+TEST(ListGates, GatesAnalysedWithNoTarget) {
+  const std::string dir = std::string(LAYERGATE_FIXTURES) + "/gates-inventory";
+  auto r = lgtest::runCli("check . --list-gates", dir);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("engine/layers/linear.py:15:5: LG002 group_size 32: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("engine/layers/norm.py:13:5: LG002 x_dtype float32, x_shape_m1 0..8192: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("analysed: no gaps"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("3 analysed (2 errors in 2 gates, 0 warnings)"), std::string::npos) << r.out;
+}
+
 TEST(ListGates, BadUse) {
   const std::string dir = std::string(LAYERGATE_FIXTURES) + "/gates-inventory";
   auto files = lgtest::runCli("check --list-gates engine/_ops.py csrc/bindings.cpp", dir);

@@ -22,6 +22,7 @@
 #include "cli/Analysis.h"
 #include "cli/DiffBase.h"
 #include "cli/Fixes.h"
+#include "cli/GateAnalysis.h"
 #include "cli/Output.h"
 #include "cli/Scan.h"
 #include "config/Config.h"
@@ -252,6 +253,7 @@ int runListGates(const CheckArgs& a) {
   discover::Options o;
   o.max_files = a.max_files;
   gates::Inventory inv = gates::inventory(a.paths[0], targets, o);
+  driver::analyseGates(inv, a.paths[0], a.req);
   driver::ReportOut out(a.output);
   out.stream() << (a.format == "json" ? gates::renderJson(inv) : gates::renderText(inv, a.verbose));
   out.finish();

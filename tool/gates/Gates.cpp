@@ -68,8 +68,8 @@ std::string siteText(const Site& s) { return fmt::format("{}:{}:{}", s.file, s.l
 
 bool isWordChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
 
-// Whether text reads the expression e: e itself at word boundaries, or, for
-// a plain name, its attributes and calls (`x.shape[-1]`, `x.size(0)`).
+}  // namespace
+
 bool reads(const std::string& text, const std::string& e) {
   if (e.empty()) return false;
   for (std::size_t at = text.find(e); at != std::string::npos; at = text.find(e, at + 1)) {
@@ -80,6 +80,8 @@ bool reads(const std::string& text, const std::string& e) {
   }
   return false;
 }
+
+namespace {
 
 // The arguments of the site as the entry's parameters.
 std::vector<Variable> variablesOf(const Gate& g) {
@@ -109,6 +111,7 @@ std::vector<Variable> variablesOf(const Gate& g) {
 }  // namespace
 
 std::string reasonKey(const Gate& g) {
+  if (!g.key.empty()) return g.key;
   if (g.status == "analysed") return "analysed";
   if (g.site.conditions.empty()) return "unconditional";
   if (g.python_op) return "python-op";
@@ -275,12 +278,28 @@ std::string renderText(const Inventory& inv, bool verbose) {
         out << "  when: " << (c.kind == "case" ? "case " : "") << c.text << " (line " << c.line
             << (c.kind == "assert" ? ", asserted" : c.kind == "loop" ? ", a loop's test" : "") << ")\n";
     }
-    out << "  " << (g.status == "analysed" ? "analysed " : g.status + ": ") << g.reason << "\n";
+    out << "  " << (g.status == "analysed" ? "analysed" + std::string(g.key == "analysed" ? ": " : " ") : g.status + ": ")
+        << g.reason << "\n";
+    // A gate's first diagnostics (--verbose: all); the JSON has every one.
+    for (std::size_t i = 0; i < g.findings.size(); ++i) {
+      if (i == 3 && !verbose) {
+        out << "    ... " << g.findings.size() - 3 << " more (--verbose)\n";
+        break;
+      }
+      out << "    " << g.findings[i] << "\n";
+    }
   }
   std::size_t calls = inv.gates.size();
+  int errors = 0, warnings = 0, with_errors = 0;
+  for (const auto& g : inv.gates) {
+    errors += g.errors;
+    warnings += g.warnings;
+    with_errors += g.errors > 0;
+  }
   out << fmt::format("{} native-op calls in {} Python modules ({} more in tests, benchmarks and examples); "
-                     "{} under a condition: {} analysed, {} not analysed",
-                     calls, inv.python_files, inv.test_sites.size(), conditional, analysed, conditional - analysed);
+                     "{} under a condition: {} analysed ({} error{} in {} gate{}, {} warning{}), {} not analysed",
+                     calls, inv.python_files, inv.test_sites.size(), conditional, analysed, errors, errors == 1 ? "" : "s",
+                     with_errors, with_errors == 1 ? "" : "s", warnings, warnings == 1 ? "" : "s", conditional - analysed);
   if (!reasons.empty()) {
     out << " (";
     bool first = true;
@@ -309,11 +328,23 @@ std::string renderJson(const Inventory& inv) {
       j["registration"] = {{"file", g.registration.file}, {"line", g.registration.line},
                            {"namespace", g.registration.ns}, {"function", g.registration.function}};
     if (!g.schema.empty()) j["schema"] = g.schema;
-    if (g.defined) j["entry"] = {{"file", g.entry.file}, {"line", g.entry.line}, {"name", g.entry.qualified}};
+    if (g.defined)
+      j["entry"] = {{"file", g.entry.file}, {"line", g.entry.line}, {"body_line", g.entry.body_line}, {"name", g.entry.qualified}};
     json vars = json::array();
     for (const auto& v : g.variables)
       vars.push_back({{"python", v.python}, {"position", v.position}, {"param", v.param}, {"type", v.type}, {"tested", v.tested}});
     j["variables"] = std::move(vars);
+    if (g.key == "analysed") {
+      json served = json::array();
+      for (const auto& ex : g.served) {
+        json e = json::array();
+        for (const auto& v : ex) e.push_back({{"expr", v.expr}, {"cpp", v.cpp}, {"value", v.words}});
+        served.push_back(e);
+      }
+      j["analysis"] = {{"errors", g.errors}, {"warnings", g.warnings}, {"diagnostics", g.findings},
+                       {"variables", g.variable_names}, {"served", served},
+                       {"rejected_at", g.rejected_at}};
+    }
     gates.push_back(std::move(j));
     if (g.site.conditions.empty() && g.status != "analysed") continue;
     ++conditional;

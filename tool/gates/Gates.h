@@ -43,6 +43,22 @@ struct Gate {
   // "analysed" (by a bundled target, or by the generic model), else why not.
   std::string status;
   std::string reason;
+  // The reason's key once an analysis set it ("analysed", "no-variable",
+  // "unread"); empty: reasonKey() derives it from the fields above.
+  std::string key;
+  // The analysis of the gate with no target (cli/GateAnalysis.h): counts,
+  // its diagnostics one per line, and its variables ("group_size <- self.group_size").
+  int errors = 0, warnings = 0;
+  std::vector<std::string> findings;
+  std::vector<std::string> variable_names;
+  // Configurations the gate admits and the entry serves: per variable the
+  // entry reads, its expression there, its value in C++ and in the report's words.
+  struct Value {
+    std::string expr, cpp, words;
+  };
+  std::vector<std::vector<Value>> served;
+  // The C++ lines its errors reject at ("csrc/x.cu:19"), each once.
+  std::vector<std::string> rejected_at;
 };
 
 struct Inventory {
@@ -56,6 +72,10 @@ struct Inventory {
 // Targets: the bundled (and the user's) targets, whose units mark the sites
 // in their gate files as analysed by that target.
 Inventory inventory(const std::string& root, const std::vector<target::Target>& targets, const discover::Options& o);
+
+// Whether text reads the expression e: e itself at word boundaries, or, for
+// a plain name, its attributes and calls (`x.shape[-1]`, `x.size(0)`).
+bool reads(const std::string& text, const std::string& e);
 
 // The reasons a call under a condition is not analysed, as counted in the
 // summary (stable words; docs/discovery.md lists them).
