@@ -875,6 +875,7 @@ TEST(SelftestPlan, HeadersAreCarriedRelativeToTheFolderAndFollowItWhenMoved) {
   p.has_static = true;
   p.header = (ck / "src/dispatch.cuh").string();
   p.harness_files = {p.header};
+  p.harness_root = ck.string();
   p.harness_include_dirs = {(ck / "inc").string(), "/usr/local/cuda/include"};
   p.harness_source = "// Generated around\n// " + p.header + "\n#include \"" + p.header + "\"\nint main() {}\n";
   fs::create_directories(base / "lint");
@@ -889,7 +890,8 @@ TEST(SelftestPlan, HeadersAreCarriedRelativeToTheFolderAndFollowItWhenMoved) {
   const std::string folder = (base / "box/plan.d").string();
   EXPECT_EQ(back[0].target, "demo");
   EXPECT_EQ(back[0].header, folder + "/src/dispatch.cuh");
-  EXPECT_EQ(back[0].harness_include_dirs, std::vector<std::string>{folder + "/inc"});  // the CUDA one is nvcc's own
+  // The CUDA directory is a system one: named as it is, its headers not carried.
+  EXPECT_EQ(back[0].harness_include_dirs, (std::vector<std::string>{folder + "/inc", "/usr/local/cuda/include"}));
   EXPECT_EQ(back[0].harness_source, "// Generated around\n// " + folder + "/src/dispatch.cuh\n#include \"" + folder +
                                         "/src/dispatch.cuh\"\nint main() {}\n");
   std::set<std::string> files(back[0].harness_files.begin(), back[0].harness_files.end());

@@ -15,6 +15,7 @@
 #include "model/Errors.h"
 #include "selftest/EntryHarness.h"
 #include "selftest/PlanFile.h"
+#include "selftest/Process.h"
 
 namespace layergate::selftest {
 
@@ -144,6 +145,25 @@ std::vector<SourceText> headerSet(const std::string& header, const std::vector<s
 
 namespace {
 
+// The checkout a header belongs to, whose headers a saved plan carries: the
+// --check directory, else the header's git checkout, else the working
+// directory, else the header's own directory.
+std::string projectRoot(const Options& o, const std::string& header) {
+  const fs::path h = fs::absolute(header).lexically_normal();
+  auto holds = [&](const fs::path& dir) {
+    const std::string rel = h.lexically_relative(dir).string();
+    return !rel.empty() && rel.rfind("..", 0) != 0;
+  };
+  if (!o.check_path.empty() && holds(fs::absolute(o.check_path).lexically_normal()))
+    return fs::absolute(o.check_path).lexically_normal().string();
+  ChildResult git = runChild({"git", "-C", h.parent_path().string(), "rev-parse", "--show-toplevel"}, 10);
+  if (git.started && !git.timed_out && git.exit_code == 0 && !lastLine(git.output).empty() &&
+      holds(fs::path(lastLine(git.output))))
+    return lastLine(git.output);
+  if (holds(fs::current_path())) return fs::current_path().string();
+  return h.parent_path().string();
+}
+
 // What a harness around one dispatch header is planned from: the target, the
 // include directories (the target's for this header, then -I) and the header
 // with the files around it.
@@ -170,6 +190,7 @@ void planGateHarness(Plan& plan, const report::Result& r, const std::string& hea
                      const Options& o) {
   plan.header = fs::absolute(header).lexically_normal().string();
   for (const auto& s : hc.sources) plan.harness_files.push_back(s.path);
+  plan.harness_root = projectRoot(o, header);
   try {
     const StaticMatrix& m = plan.matrix;
     const bool entry = entryDispatch(r.dispatch);

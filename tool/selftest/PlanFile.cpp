@@ -45,7 +45,7 @@ fs::path commonDir(const fs::path& a, const fs::path& b) {
 
 struct Carried {
   std::vector<std::string> files;        // absolute, in the order found
-  std::map<std::string, std::string> too_big;  // absolute -> why
+  std::map<std::string, std::string> left_behind;  // absolute -> why
 };
 
 // The header set of one harness and every file they include that is found
@@ -55,11 +55,14 @@ Carried closure(const Plan& p) {
   Carried c;
   std::set<std::string> seen;
   std::vector<std::string> work;
+  // The checkout's files only: a system or CUDA header is nvcc's own.
+  const fs::path project = p.harness_root.empty() ? fs::path(normal(p.header)).parent_path() : fs::path(normal(p.harness_root));
   auto add = [&](const fs::path& f) {
     const std::string key = normal(f);
-    if (c.files.size() >= kMaxHeaders || !seen.insert(key).second) return;
+    if (!under(project, key) || !seen.insert(key).second) return;
     c.files.push_back(key);
-    work.push_back(key);
+    if (c.files.size() > kMaxHeaders) c.left_behind[key] = "beyond the first 2000 headers";
+    else work.push_back(key);
   };
   add(p.header);
   for (const auto& f : p.harness_files) add(f);
@@ -70,7 +73,7 @@ Carried closure(const Plan& p) {
     std::error_code ec;
     const auto size = fs::file_size(file, ec);
     if (ec || size > kMaxHeaderBytes) {
-      c.too_big[file] = ec ? "cannot be read: " + ec.message() : "larger than 8 MiB";
+      c.left_behind[file] = ec ? "cannot be read: " + ec.message() : "larger than 8 MiB";
       continue;
     }
     std::ifstream in(file);
@@ -140,6 +143,7 @@ std::string savePlan(const std::vector<Plan>& gates, const std::string& path) {
   for (std::size_t g = 0; g < gates.size(); ++g) {
     if (gates[g].header.empty() || !gates[g].harness_error.empty()) continue;
     carried[g] = closure(gates[g]);
+    if (carried[g].files.empty()) throw InputError(gates[g].header + ": the harness's header is not readable");
     for (const auto& f : carried[g].files) widen(fs::path(f).parent_path());
     for (const auto& d : gates[g].harness_include_dirs)
       for (const auto& f : carried[g].files)
@@ -152,6 +156,8 @@ std::string savePlan(const std::vector<Plan>& gates, const std::string& path) {
   const std::string folder_name = planFolderName(path);
   const fs::path folder = plan_dir / folder_name;
   std::error_code ec;
+  if (!plan_dir.empty() && !fs::is_directory(plan_dir, ec))
+    throw InputError(path + ": cannot write the plan: " + plan_dir.string() + " is not a directory");
   if (fs::exists(folder, ec)) {
     if (!fs::is_directory(folder) || !fs::exists(folder / kMarker))
       throw InputError(folder.string() + ": exists and is not a plan's folder (the plan's headers go there): "
@@ -176,7 +182,7 @@ std::string savePlan(const std::vector<Plan>& gates, const std::string& path) {
       json files = json::array();
       for (const auto& f : carried[g].files) {
         files.push_back(rel(f));
-        if (auto why = carried[g].too_big.find(f); why != carried[g].too_big.end()) {
+        if (auto why = carried[g].left_behind.find(f); why != carried[g].left_behind.end()) {
           if (named.insert(f).second) j["not_carried"].push_back({{"file", f}, {"to", rel(f)}, {"why", why->second}});
           continue;
         }
@@ -189,9 +195,27 @@ std::string savePlan(const std::vector<Plan>& gates, const std::string& path) {
           copied.erase(f);
         }
       }
+      // An include directory of carried headers by its place in the folder;
+      // one outside the checkout (a system one) as it is; the others hold
+      // nothing the harness reads.
       json dirs = json::array();
-      for (const auto& d : gates[g].harness_include_dirs)
-        if (under(*root, normal(d)) || normal(d) == root->string()) dirs.push_back(rel(normal(d)).empty() ? "." : rel(normal(d)));
+      const fs::path project = gates[g].harness_root.empty() ? *root : fs::path(normal(gates[g].harness_root));
+      for (const auto& d : gates[g].harness_include_dirs) {
+        const std::string n = normal(d);
+        if (under(*root, n) || n == root->string()) dirs.push_back(rel(n).empty() ? "." : rel(n));
+        else if (!under(project, n) && n != project.string()) dirs.push_back(n);
+      }
+      // The notes and the call description name the header too (for people).
+      auto shown = [&](std::string text) {
+        for (const auto& f : by_length)
+          for (std::size_t at = text.find(f); at != std::string::npos; at = text.find(f, at + 1))
+            text.replace(at, f.size(), rel(f));
+        return text;
+      };
+      h["calls"] = shown(gates[g].harness_calls);
+      json notes = json::array();
+      for (const auto& n : gates[g].harness_notes) notes.push_back(shown(n));
+      h["notes"] = notes;
       h["header"] = rel(normal(gates[g].header));
       h["include_dirs"] = dirs;
       h["source"] = source;
@@ -254,7 +278,9 @@ std::vector<Plan> loadPlan(const std::string& path) {
       p.header = (fs::path(folder_abs) / insideFolder(h["header"], at + ".header")).string();
       std::vector<std::string> dirs;
       for (std::size_t i = 0; i < p.harness_include_dirs.size(); ++i)
-        dirs.push_back(normal(fs::path(folder_abs) / insideFolder(p.harness_include_dirs[i], at + ".include_dirs")));
+        dirs.push_back(fs::path(p.harness_include_dirs[i]).is_absolute()
+                           ? p.harness_include_dirs[i]  // a system directory, as it was named
+                           : normal(fs::path(folder_abs) / insideFolder(p.harness_include_dirs[i], at + ".include_dirs")));
       p.harness_include_dirs = dirs;
       p.harness_files.clear();
       if (h.contains("files") && !h["files"].is_array()) throw std::runtime_error(at + ".files: expected an array");

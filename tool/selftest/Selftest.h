@@ -78,6 +78,9 @@ struct Plan {
   // The header and the project files around it that the harness was planned
   // from (absolute): where --save-plan starts what it carries. Not saved.
   std::vector<std::string> harness_files;
+  // The checkout (absolute): only headers below it are carried; include
+  // directories outside it are system ones, named as they are. Not saved.
+  std::string harness_root;
   std::vector<std::string> notes;
 };
 
