@@ -37,11 +37,12 @@ inline std::string quote(const std::string& s) {
 // args are passed to the shell as they are (quote paths with quote()).
 // timeout(1) exits 124 when the limit is hit. wrapper: words put before the
 // binary ("setpriv ..."), run under the time limit with it.
-inline CliRun runCli(const std::string& args, const fs::path& cwd, int seconds = 120, const std::string& wrapper = "") {
+inline CliRun runProgram(const std::string& binary, const std::string& args, const fs::path& cwd, int seconds = 120,
+                         const std::string& wrapper = "") {
   fs::path dir = fs::temp_directory_path() / ("lg_cli_" + std::to_string(getpid()));
   fs::create_directories(dir);
   std::string cmd = "cd " + quote(cwd.string()) + " && timeout " + std::to_string(seconds) + " " + wrapper +
-                    quote(LAYERGATE_BINARY) + " " + args + " >" + quote((dir / "out").string()) + " 2>" +
+                    quote(binary) + " " + args + " >" + quote((dir / "out").string()) + " 2>" +
                     quote((dir / "err").string()) + " </dev/null";
   int st = std::system(cmd.c_str());
   CliRun r;
@@ -50,6 +51,12 @@ inline CliRun runCli(const std::string& args, const fs::path& cwd, int seconds =
   r.err = slurp(dir / "err");
   return r;
 }
+
+#ifdef LAYERGATE_BINARY
+inline CliRun runCli(const std::string& args, const fs::path& cwd, int seconds = 120, const std::string& wrapper = "") {
+  return runProgram(LAYERGATE_BINARY, args, cwd, seconds, wrapper);
+}
+#endif
 
 inline int lines(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
 

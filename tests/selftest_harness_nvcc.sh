@@ -2,9 +2,9 @@
 # The --header harness for each fixture header compiles with nvcc, and the
 # reference dispatch reads the thresholds JSON the self-test writes. Needs no
 # GPU; skipped (77) where /usr/local/cuda/bin/nvcc is absent (CI without CUDA).
-#   selftest_harness_nvcc.sh LAYERGATE SOURCE_DIR
+#   selftest_harness_nvcc.sh LAYERGATE SOURCE_DIR [LAYERGATE_SELFTEST_GPU]
 set -eu
-lg=$1 src=$2
+lg=$1 src=$2 gpu=${3:-}
 nvcc=${NVCC:-/usr/local/cuda/bin/nvcc}
 if [ ! -x "$nvcc" ]; then echo "SKIP: no $nvcc"; exit 77; fi
 tmp=$(mktemp -d)
@@ -35,6 +35,34 @@ build reference "$src/kernels/layergate_allreduce.cuh" "$src/kernels/python/cust
 fi=$src/fixtures/flashinfer-pcie-ipc-flat4
 build flashinfer-pcie-ipc "$fi/include/flashinfer/comm/pcie_ipc_all_reduce.cuh" "$fi/flashinfer/comm/pcie_ipc_policy.py" flashinfer-pcie-ipc & pids+=($!)
 waitAll
+
+# A plan saved from a checkout (two gates: FlashInfer's entry, SGLang's
+# class), moved to another directory with the checkout deleted: the GPU side
+# writes each harness and the nvcc command it runs, which compiles from the
+# headers carried in the plan's folder.
+if [ -n "$gpu" ]; then
+  ck="$tmp/checkout"
+  mkdir -p "$ck/sgl" "$tmp/lint"
+  cp -r "$fi/flashinfer" "$fi/include" "$ck/"
+  cp "$src/fixtures/sglang-upstream/custom_all_reduce.py" "$src/fixtures/sglang-upstream/custom_all_reduce.cuh" "$ck/sgl/"
+  CUDA_VISIBLE_DEVICES= "$lg" selftest --check "$ck" --save-plan "$tmp/lint/plan.json" > "$tmp/save.log" 2>&1 || true
+  rm -rf "$ck"
+  mv "$tmp/lint" "$tmp/box"
+  if "$gpu" --plan "$tmp/box/plan.json" --nvcc "$nvcc" --emit-harness "$tmp/planned" > "$tmp/commands" 2> "$tmp/emit.log" &&
+      [ "$(wc -l < "$tmp/commands")" -eq 2 ]; then
+    n=0
+    while IFS= read -r cmd; do
+      n=$((n + 1))
+      if bash -c "$cmd" > "$tmp/plan-nvcc-$n.log" 2>&1; then
+        echo "ok: moved plan, harness $n compiles from $tmp/box/plan.d"
+      else
+        head -40 "$tmp/plan-nvcc-$n.log"; echo "FAIL: moved plan: harness $n does not compile"; fail=1
+      fi
+    done < "$tmp/commands"
+  else
+    cat "$tmp/save.log" "$tmp/emit.log" "$tmp/commands"; echo "FAIL: moved plan: no harness commands"; fail=1
+  fi
+fi
 
 # A JIT entry over tvm-ffi objects (the CustomAllReduceV2 shape): the harness
 # is planned here always; it compiles and links only against tvm-ffi's headers

@@ -3,6 +3,7 @@
 // threshold fitting from canned timings, harness generation from the fixture
 // headers, child processes with deadlines. No GPU needed.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -19,6 +20,7 @@
 #include "selftest/HeaderScan.h"
 #include "selftest/FromAnalysis.h"
 #include "selftest/Harness.h"
+#include "selftest/PlanFile.h"
 #include "selftest/Process.h"
 #include "selftest/Selftest.h"
 #include "selftest/Static.h"
@@ -847,4 +849,72 @@ TEST(SelftestEntryHarness, OnlyAnIdentifierCanNameAnObjectReference) {
   EXPECT_FALSE(findFfiObject(src, "a+b").has_value());
   EXPECT_FALSE(findFfiObject(src, "").has_value());
   EXPECT_FALSE(findFfiObject(src, "R").has_value());  // RObj is declared nowhere
+}
+
+namespace fs = std::filesystem;
+
+// A saved plan names its headers relative to its folder: the header's own
+// includes ("../common/x.h"), one found under an include directory, and the
+// comment and #include lines of the harness source all follow the folder
+// when it moves; system headers are not carried.
+TEST(SelftestPlan, HeadersAreCarriedRelativeToTheFolderAndFollowItWhenMoved) {
+  const fs::path base = fs::temp_directory_path() / ("lg plan unit " + std::to_string(::getpid()));
+  fs::remove_all(base);
+  auto put = [](const fs::path& p, const std::string& text) {
+    fs::create_directories(p.parent_path());
+    std::ofstream(p) << text;
+  };
+  const fs::path ck = base / "checkout";
+  put(ck / "src/dispatch.cuh", "#include <cuda_runtime.h>\n#include \"../common/x.h\"\n#include <lib/y.h>\n");
+  put(ck / "common/x.h", "#pragma once\n#include \"z.h\"\n");
+  put(ck / "common/z.h", "#pragma once\n");
+  put(ck / "inc/lib/y.h", "#pragma once\n");
+  put(ck / "docs/unrelated.h", "#pragma once\n");
+  Plan p;
+  p.target = "demo";
+  p.has_static = true;
+  p.header = (ck / "src/dispatch.cuh").string();
+  p.harness_files = {p.header};
+  p.harness_root = ck.string();
+  p.harness_include_dirs = {(ck / "inc").string(), "/usr/local/cuda/include"};
+  p.harness_source = "// Generated around\n// " + p.header + "\n#include \"" + p.header + "\"\nint main() {}\n";
+  fs::create_directories(base / "lint");
+  const std::string line = savePlan({p}, (base / "lint/plan.json").string());
+  EXPECT_NE(line.find("(1 gate, 1 harness; 4 headers carried in "), std::string::npos) << line;
+  EXPECT_EQ(slurp((base / "lint/plan.json").string()).find(ck.string()), std::string::npos);
+  EXPECT_FALSE(fs::exists(base / "lint/plan.d/docs"));
+  fs::remove_all(ck);
+  fs::rename(base / "lint", base / "box");
+  std::vector<Plan> back = loadPlan((base / "box/plan.json").string());
+  ASSERT_EQ(back.size(), 1u);
+  const std::string folder = (base / "box/plan.d").string();
+  EXPECT_EQ(back[0].target, "demo");
+  EXPECT_EQ(back[0].header, folder + "/src/dispatch.cuh");
+  // The CUDA directory is a system one: named as it is, its headers not carried.
+  EXPECT_EQ(back[0].harness_include_dirs, (std::vector<std::string>{folder + "/inc", "/usr/local/cuda/include"}));
+  EXPECT_EQ(back[0].harness_source, "// Generated around\n// " + folder + "/src/dispatch.cuh\n#include \"" + folder +
+                                        "/src/dispatch.cuh\"\nint main() {}\n");
+  std::set<std::string> files(back[0].harness_files.begin(), back[0].harness_files.end());
+  EXPECT_EQ(files, (std::set<std::string>{folder + "/src/dispatch.cuh", folder + "/common/x.h", folder + "/common/z.h",
+                                          folder + "/inc/lib/y.h"}));
+  for (const auto& f : files) EXPECT_TRUE(fs::is_regular_file(f)) << f;
+  EXPECT_EQ(planFolderName("plan-ref.json"), "plan-ref.d");
+  EXPECT_EQ(planFolderName("plan"), "plan.d");
+  EXPECT_EQ(planFolderName("x.d"), "x.d.d");
+  fs::remove_all(base);
+}
+
+// A plan made elsewhere names paths inside its folder only.
+TEST(SelftestPlan, APathOutOfThePlansFolderIsRefused) {
+  const fs::path base = fs::temp_directory_path() / ("lg plan escape " + std::to_string(::getpid()));
+  fs::create_directories(base / "plan.d");
+  std::ofstream(base / "plan.json") << R"({"format":"layergate-selftest-plan/2","files":"plan.d","gates":[)"
+                                    << R"({"harness":{"header":"../../etc/passwd","source":"x","files":[]}}]})";
+  try {
+    loadPlan((base / "plan.json").string());
+    ADD_FAILURE() << "accepted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()), "gates[0].harness.header: not a path inside the plan's folder: ../../etc/passwd");
+  }
+  fs::remove_all(base);
 }

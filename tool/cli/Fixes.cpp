@@ -12,6 +12,7 @@
 #include "fix/Apply.h"
 #include "fix/Fix.h"
 #include "model/Errors.h"
+#include "selftest/Process.h"
 
 namespace layergate::driver {
 
@@ -28,17 +29,7 @@ std::string joined(const std::string& base, const std::string& file) {
   return base.empty() || base == "." ? file : (fs::path(base) / file).lexically_normal().string();
 }
 
-// A path for a shell command line: quoted when it holds more than the
-// characters paths usually hold.
-std::string shellWord(const std::string& s) {
-  bool plain = !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '/' || c == '.' || c == '_' || c == '-' || c == '+';
-  });
-  if (plain) return s;
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
+using selftest::shellWord;
 
 // The command that runs the dispatch with the C++ branch on this machine's
 // GPUs, every cell the gate admits (`layergate selftest --header`).

@@ -506,9 +506,12 @@ int main(int argc, char** argv) {
   st->add_option("--skip", so.skip, "Leave out a phase")->check(CLI::IsMember({"proof", "standin", "speed", "harness"}))->allow_extra_args(false);
   st->add_option("--cell-timeout", so.cell_timeout_s, "Seconds before a harness cell counts as a hang")->check(CLI::Range(0.001, 86400.0))->capture_default_str();
   st->add_option("--emit-harness", so.emit_harness, "Write the --header harness sources to DIR and stop (no GPU needed)")->type_name("DIR");
-  st->add_option("--save-plan", so.save_plan, "Write the static side (matrix, harness) to FILE, to run elsewhere with layergate_selftest_gpu --plan")
+  st->add_option("--save-plan", so.save_plan,
+                 "Write the static side (every gate's matrix and harness) to FILE and the headers the harnesses include "
+                 "to the folder beside it (FILE's name, extension .d), to run elsewhere with layergate_selftest_gpu --plan")
       ->type_name("FILE");
   st->add_option("--plan", so.plan, "Read the static side from FILE instead of analysing")->type_name("FILE");
+  st->add_flag("--check-plan", so.check_plan, "With --plan: check that every header the plan names is there, say what it runs, and stop");
   st->footer("Exit status: 0 every phase passed, 1 a phase failed (the failing cases are named), 2 bad usage or input,\n"
              "3 internal error, 4 no CUDA GPU found: nothing to test here (CI without a GPU).");
 

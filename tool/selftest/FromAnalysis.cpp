@@ -14,6 +14,8 @@
 #include "cli/Scan.h"
 #include "model/Errors.h"
 #include "selftest/EntryHarness.h"
+#include "selftest/PlanFile.h"
+#include "selftest/Process.h"
 
 namespace layergate::selftest {
 
@@ -141,17 +143,149 @@ std::vector<SourceText> headerSet(const std::string& header, const std::vector<s
 
 }  // namespace
 
-Plan makePlan(const Options& o) {
-  Plan plan;
+namespace {
+
+// The checkout a header belongs to, whose headers a saved plan carries: the
+// --check directory, else the header's git checkout, else the working
+// directory, else the header's own directory.
+std::string projectRoot(const Options& o, const std::string& header) {
+  const fs::path h = fs::absolute(header).lexically_normal();
+  auto holds = [&](const fs::path& dir) {
+    const std::string rel = h.lexically_relative(dir).string();
+    return !rel.empty() && rel.rfind("..", 0) != 0;
+  };
+  if (!o.check_path.empty() && holds(fs::absolute(o.check_path).lexically_normal()))
+    return fs::absolute(o.check_path).lexically_normal().string();
+  ChildResult git = runChild({"git", "-C", h.parent_path().string(), "rev-parse", "--show-toplevel"}, 10);
+  if (git.started && !git.timed_out && git.exit_code == 0 && !lastLine(git.output).empty() &&
+      holds(fs::path(lastLine(git.output))))
+    return lastLine(git.output);
+  if (holds(fs::current_path())) return fs::current_path().string();
+  return h.parent_path().string();
+}
+
+// What a harness around one dispatch header is planned from: the target, the
+// include directories (the target's for this header, then -I) and the header
+// with the files around it.
+struct HeaderContext {
+  target::Target tgt;
+  std::vector<std::string> target_dirs, include_dirs;
+  std::vector<SourceText> sources;
+};
+
+HeaderContext headerContext(const Options& o, const std::string& header, const std::string& target_name) {
+  HeaderContext hc;
+  hc.tgt = driver::selectTarget(o.rules_dir, target_name);
+  hc.target_dirs = cpp::targetIncludeDirs({header}, hc.tgt.cpp.include_dirs);
+  hc.include_dirs = o.include_dirs;
+  hc.include_dirs.insert(hc.include_dirs.end(), hc.target_dirs.begin(), hc.target_dirs.end());
+  hc.sources = headerSet(header, hc.include_dirs);
+  return hc;
+}
+
+// The harness of one gate around `header`, from its analysis `r` (whose
+// matrix is plan.matrix): a class the harness constructs (v1), or a function
+// called with what the gate hands down (a policy's launch config).
+void planGateHarness(Plan& plan, const report::Result& r, const std::string& header, const HeaderContext& hc,
+                     const Options& o) {
+  plan.header = fs::absolute(header).lexically_normal().string();
+  for (const auto& s : hc.sources) plan.harness_files.push_back(s.path);
+  plan.harness_root = projectRoot(o, header);
+  try {
+    const StaticMatrix& m = plan.matrix;
+    const bool entry = entryDispatch(r.dispatch);
+    std::set<std::string> values, texts;
+    std::set<int> world_sizes;
+    int elem_size = 0;
+    for (const auto& c : m.cells)
+      for (const auto& e : c.examples) {
+        world_sizes.insert(c.world_size);
+        for (const auto& [k, t] : e.texts) texts.insert(k);
+        for (const auto& [k, v] : e.values) {
+          values.insert(k);
+          if (k == "elem_size" && (elem_size == 0 || v == 2)) elem_size = static_cast<int>(v);
+        }
+      }
+    // A text value (an algorithm's name) travels in the harness's argument:
+    // one it cannot carry is not run (said).
+    {
+      std::size_t dropped = 0;
+      for (auto& c : plan.matrix.cells) {
+        const auto before = c.examples.size();
+        c.examples.erase(std::remove_if(c.examples.begin(), c.examples.end(),
+                                        [](const StaticExample& e) {
+                                          for (const auto& [k, t] : e.texts)
+                                            if (!passableText(t)) return true;
+                                          return false;
+                                        }),
+                         c.examples.end());
+        dropped += before - c.examples.size();
+      }
+      if (dropped)
+        plan.notes.push_back(std::to_string(dropped) +
+                             " example cell(s) not run: a text value they hand down has characters other than "
+                             "letters, digits, '_', '.' and '-'");
+    }
+    // One element type per harness: examples at another element size are
+    // not run (said, never judged with the wrong type).
+    if (entry && elem_size != 0) {
+      std::size_t dropped = 0;
+      for (auto& c : plan.matrix.cells) {
+        auto other = [&](const StaticExample& e) {
+          for (const auto& [k, v] : e.values)
+            if (k == "elem_size" && v != elem_size) return true;
+          return false;
+        };
+        const auto before = c.examples.size();
+        c.examples.erase(std::remove_if(c.examples.begin(), c.examples.end(), other), c.examples.end());
+        dropped += before - c.examples.size();
+      }
+      if (dropped)
+        plan.notes.push_back(std::to_string(dropped) + " example cell(s) at an element size other than " +
+                             std::to_string(elem_size) + " B not run: the harness is built for one element type");
+    }
+    const auto members = memberRoles(hc.tgt.cpp.members, hc.tgt.roles);
+    const bool read = !hc.sources.empty() && hc.sources.front().path == plan.header;
+    HarnessSpec spec = entry ? planEntryHarness(r.dispatch, header, hc.sources, members, values, texts, elem_size)
+                             : planHarness(r.dispatch, header, read ? hc.sources.front().text : driver::readSource(header, 8u << 20),
+                                           members, o.include_dirs);
+    spec.world_sizes.assign(world_sizes.begin(), world_sizes.end());
+    plan.harness_source = generateHarness(spec);
+    // How the header is compiled: the target's standard, macros and include
+    // directories (and -I, which the GPU box does not get); tvm-ffi's headers
+    // and library where the entry takes its objects.
+    if (!hc.tgt.cpp.std.empty()) plan.harness_std = hc.tgt.cpp.std;
+    plan.harness_defines = hc.tgt.cpp.defines;
+    plan.harness_include_dirs = hc.target_dirs;
+    for (const auto& d : o.include_dirs) plan.harness_include_dirs.push_back(fs::absolute(d).lexically_normal().string());
+    plan.harness_tvm_ffi = spec.tvm_ffi;
+    plan.harness_shims = spec.shims;
+    plan.harness_calls = spec.describe();
+    plan.harness_notes = spec.notes;
+  } catch (const HarnessError& e) {
+    plan.harness_error = e.what();
+  }
+}
+
+// The file of a unit --check found that holds its dispatch: where the
+// frontend found the dispatch function, if it is one of the unit's files.
+std::string dispatchFile(const discover::Unit& u, const report::Result& r) {
+  const std::string& where = r.dispatch.where.file;
+  if (!where.empty() && std::find(u.cpp_files.begin(), u.cpp_files.end(), where) != u.cpp_files.end()) return where;
+  return u.cpp_files.empty() ? where : u.cpp_files.front();
+}
+
+}  // namespace
+
+std::vector<Plan> makePlan(const Options& o) {
   if (!o.plan.empty()) {
-    std::ifstream in(o.plan);
-    if (!in) throw InputError(o.plan + ": cannot read the plan");
     try {
-      return planFromJson(nlohmann::json::parse(in));
+      return loadPlan(o.plan);
     } catch (const std::exception& e) {
       throw InputError(o.plan + ": " + e.what());
     }
   }
+  std::vector<Plan> gates;
   std::string python = o.python;
   driver::Request base;
   base.target = o.target;
@@ -159,13 +293,27 @@ Plan makePlan(const Options& o) {
   base.cpp.include_dirs = o.include_dirs;
   if (!o.check_path.empty()) {
     if (!fs::is_directory(o.check_path)) throw InputError(o.check_path + ": --check takes a directory (a checkout)");
+    // Without --header, every gate found gets its harness: examples for the
+    // dispatches a harness calls with what the gate hands down.
+    if (o.header.empty()) base.want_examples = [](const model::Gate&, const model::Dispatch& d) { return entryDispatch(d); };
     driver::ScanRequest sr{o.check_path, base, {}};
     driver::ScanResult s = driver::scan(sr);
-    plan.has_static = true;
-    plan.matrix = matrixFromResult(s.results.front());
-    if (s.results.size() > 1)
-      plan.notes.push_back(std::to_string(s.results.size()) + " gates found under " + o.check_path +
-                           "; the first (" + s.units.front().target + ") is used");
+    for (std::size_t i = 0; i < s.results.size(); ++i) {
+      Plan plan;
+      plan.target = s.units[i].target;
+      plan.has_static = true;
+      plan.matrix = matrixFromResult(s.results[i]);
+      if (o.header.empty()) {
+        const std::string header = (fs::path(o.check_path) / dispatchFile(s.units[i], s.results[i])).string();
+        plan.harness_optional = true;
+        try {
+          planGateHarness(plan, s.results[i], header, headerContext(o, header, plan.target), o);
+        } catch (const InputError& e) {
+          plan.harness_error = e.what();
+        }
+      }
+      gates.push_back(std::move(plan));
+    }
     if (python.empty() && !s.units.front().python_files.empty())
       python = (fs::path(o.check_path) / s.units.front().python_files.front()).string();
   }
@@ -176,18 +324,15 @@ Plan makePlan(const Options& o) {
       else throw InputError("--header needs the Python gate: give --python FILE (or --check DIR)");
     }
     driver::Request req = base;
-    target::Target tgt = driver::selectTarget(o.rules_dir, o.target);
-    const std::string text = driver::readSource(o.header, 8u << 20);
-    const std::vector<std::string> target_dirs = cpp::targetIncludeDirs({o.header}, tgt.cpp.include_dirs);
-    std::vector<std::string> include_dirs = o.include_dirs;
-    include_dirs.insert(include_dirs.end(), target_dirs.begin(), target_dirs.end());
-    std::vector<SourceText> sources = headerSet(o.header, include_dirs);
+    driver::readSource(o.header, 8u << 20);  // a missing or binary header is named before the analysis
+    const HeaderContext hc = headerContext(o, o.header, o.target);
     // A dispatch called with what the gate hands down needs one example
     // configuration per leaf; worked out only when a harness can call it.
     req.want_examples = [&](const model::Gate& g, const model::Dispatch& d) {
       if (!entryDispatch(d)) return false;
       try {
-        planEntryHarness(d, o.header, sources, memberRoles(tgt.cpp.members, tgt.roles), handedDown(g, tgt.roles), handedDown(g, tgt.roles, true), 0);
+        planEntryHarness(d, o.header, hc.sources, memberRoles(hc.tgt.cpp.members, hc.tgt.roles), handedDown(g, hc.tgt.roles),
+                         handedDown(g, hc.tgt.roles, true), 0);
         return true;
       } catch (const HarnessError&) {
         return false;
@@ -196,96 +341,34 @@ Plan makePlan(const Options& o) {
     req.python_files = {python};
     req.cpp_files = {o.header};
     report::Result r = driver::analyse(req);
-    StaticMatrix m = matrixFromResult(r);
-    if (plan.has_static && (m.python != plan.matrix.python || m.cpp != plan.matrix.cpp))
-      plan.notes.push_back("the machine's verdict below is for " + m.python + " + " + m.cpp + " (the --header analysis)");
+    Plan plan;
     plan.has_static = true;
-    plan.matrix = m;
-    plan.header = fs::absolute(o.header).lexically_normal().string();
-    try {
-      // A class the harness constructs (v1), or a function called with what
-      // the gate hands down (a policy's launch config).
-      const bool entry = entryDispatch(r.dispatch);
-      std::set<std::string> values, texts;
-      std::set<int> world_sizes;
-      int elem_size = 0;
-      for (const auto& c : m.cells)
-        for (const auto& e : c.examples) {
-          world_sizes.insert(c.world_size);
-          for (const auto& [k, t] : e.texts) texts.insert(k);
-          for (const auto& [k, v] : e.values) {
-            values.insert(k);
-            if (k == "elem_size" && (elem_size == 0 || v == 2)) elem_size = static_cast<int>(v);
-          }
-        }
-      // A text value (an algorithm's name) travels in the harness's argument:
-      // one it cannot carry is not run (said).
-      {
-        std::size_t dropped = 0;
-        for (auto& c : plan.matrix.cells) {
-          const auto before = c.examples.size();
-          c.examples.erase(std::remove_if(c.examples.begin(), c.examples.end(),
-                                          [](const StaticExample& e) {
-                                            for (const auto& [k, t] : e.texts)
-                                              if (!passableText(t)) return true;
-                                            return false;
-                                          }),
-                           c.examples.end());
-          dropped += before - c.examples.size();
-        }
-        if (dropped)
-          plan.notes.push_back(std::to_string(dropped) +
-                               " example cell(s) not run: a text value they hand down has characters other than "
-                               "letters, digits, '_', '.' and '-'");
-      }
-      // One element type per harness: examples at another element size are
-      // not run (said, never judged with the wrong type).
-      if (entry && elem_size != 0) {
-        std::size_t dropped = 0;
-        for (auto& c : plan.matrix.cells) {
-          auto other = [&](const StaticExample& e) {
-            for (const auto& [k, v] : e.values)
-              if (k == "elem_size" && v != elem_size) return true;
-            return false;
-          };
-          const auto before = c.examples.size();
-          c.examples.erase(std::remove_if(c.examples.begin(), c.examples.end(), other), c.examples.end());
-          dropped += before - c.examples.size();
-        }
-        if (dropped)
-          plan.notes.push_back(std::to_string(dropped) + " example cell(s) at an element size other than " +
-                               std::to_string(elem_size) + " B not run: the harness is built for one element type");
-      }
-      HarnessSpec spec = entry ? planEntryHarness(r.dispatch, o.header, sources, memberRoles(tgt.cpp.members, tgt.roles), values, texts, elem_size)
-                               : planHarness(r.dispatch, o.header, text, memberRoles(tgt.cpp.members, tgt.roles), o.include_dirs);
-      spec.world_sizes.assign(world_sizes.begin(), world_sizes.end());
-      plan.harness_source = generateHarness(spec);
-      // How the header is compiled: the target's standard, macros and include
-      // directories; tvm-ffi's headers and library where the entry takes its objects.
-      if (!tgt.cpp.std.empty()) plan.harness_std = tgt.cpp.std;
-      plan.harness_defines = tgt.cpp.defines;
-      plan.harness_include_dirs = target_dirs;
-      plan.harness_tvm_ffi = spec.tvm_ffi;
-      plan.harness_shims = spec.shims;
-      plan.harness_calls = spec.describe();
-      plan.harness_notes = spec.notes;
-    } catch (const HarnessError& e) {
-      plan.harness_error = e.what();
+    plan.matrix = matrixFromResult(r);
+    if (!gates.empty()) {
+      const StaticMatrix& first = gates.front().matrix;
+      if (plan.matrix.python != first.python || plan.matrix.cpp != first.cpp)
+        plan.notes.push_back("the machine's verdict below is for " + plan.matrix.python + " + " + plan.matrix.cpp +
+                             " (the --header analysis)");
     }
+    planGateHarness(plan, r, o.header, hc, o);
+    gates = {std::move(plan)};
   } else if (!o.python.empty()) {
     throw InputError("--python goes with --header FILE");
   }
-  return plan;
+  return gates;
 }
 
 int selftestCommand(const Options& o) {
-  Plan plan = makePlan(o);
-  if (!o.save_plan.empty()) {
-    std::ofstream(o.save_plan) << planJson(plan).dump(2) << "\n";
-    std::cerr << "layergate selftest: plan written to " << o.save_plan << "\n";
+  if (o.check_plan) {
+    if (o.plan.empty()) throw InputError("--check-plan goes with --plan FILE");
+    std::cout << describePlan(makePlan(o), o.plan);
+    return kExitPassed;
   }
+  std::vector<Plan> gates = makePlan(o);
+  if (!o.save_plan.empty()) std::cerr << "layergate selftest: " << savePlan(gates, o.save_plan) << "\n";
   if (!o.emit_harness.empty()) {
-    if (plan.header.empty()) throw InputError("--emit-harness needs --header FILE");
+    if (o.header.empty()) throw InputError("--emit-harness needs --header FILE");
+    const Plan& plan = gates.front();
     if (!plan.harness_error.empty()) {
       std::cerr << "layergate selftest: no harness for " << plan.header << ": " << plan.harness_error << "\n";
       return kExitFailed;
@@ -295,7 +378,7 @@ int selftestCommand(const Options& o) {
     for (const auto& n : plan.harness_notes) std::cout << "note: " << n << "\n";
     return kExitPassed;
   }
-  return runSelftest(o, plan, probeMachine(), std::cout);
+  return runSelftest(o, gates, probeMachine(), std::cout);
 }
 
 }  // namespace layergate::selftest

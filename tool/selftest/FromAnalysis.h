@@ -3,7 +3,8 @@
 // directory, driver::scan) and the harness planned from the C++ frontend's
 // facts about the user's dispatch header.
 //
-// Takes: selftest Options. Returns: a Plan; the whole `layergate selftest`
+// Takes: selftest Options. Returns: a Plan per gate (--check: every gate
+// found, each with the harness around its dispatch; --header: that one); the whole `layergate selftest`
 // command (plan, then the GPU phases) for the CLI.
 #pragma once
 
@@ -13,7 +14,7 @@
 namespace layergate::selftest {
 
 StaticMatrix matrixFromResult(const report::Result& r);
-Plan makePlan(const Options& o);
+std::vector<Plan> makePlan(const Options& o);
 // `layergate selftest`: exit status as documented in Selftest.h. Throws
 // InputError for bad input (exit 2 in the CLI).
 int selftestCommand(const Options& o);

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -149,6 +150,17 @@ ChildResult runChild(const std::vector<std::string>& argv, double timeout_s,
   else if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
   if (r.timed_out) r.exit_code = -1;
   return r;
+}
+
+std::string shellWord(const std::string& s) {
+  bool plain = !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '/' || c == '.' || c == '_' || c == '-' || c == '+' ||
+           c == '=';
+  });
+  if (plain) return s;
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
 }
 
 }  // namespace layergate::selftest

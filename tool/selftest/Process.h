@@ -33,4 +33,8 @@ ChildResult runChild(const std::vector<std::string>& argv, double timeout_s,
 // The last non-empty line of a child's output (for "hang after: ...").
 std::string lastLine(const std::string& output);
 
+// A word for a shell command line: quoted when it holds more than the
+// characters paths usually hold.
+std::string shellWord(const std::string& s);
+
 }  // namespace layergate::selftest

@@ -29,19 +29,27 @@ using nlohmann::json;
 
 json planJson(const Plan& p) {
   json j{{"format", "layergate-selftest-plan/1"}, {"notes", p.notes}};
+  if (!p.target.empty()) j["target"] = p.target;
   if (p.has_static) j["static"] = toJson(p.matrix);
   if (!p.header.empty()) {
     j["harness"] = {{"header", p.header}, {"source", p.harness_source}, {"shims", p.harness_shims},
                     {"calls", p.harness_calls}, {"notes", p.harness_notes}, {"error", p.harness_error},
                     {"std", p.harness_std}, {"defines", p.harness_defines}, {"include_dirs", p.harness_include_dirs},
-                    {"tvm_ffi", p.harness_tvm_ffi}};
+                    {"tvm_ffi", p.harness_tvm_ffi}, {"optional", p.harness_optional}};
   }
   return j;
 }
 
 Plan planFromJson(const json& j) {
+  if (!j.is_object() || j.value("format", "") != "layergate-selftest-plan/1")
+    throw std::runtime_error("not a layergate selftest plan");
+  return gateFromJson(j);
+}
+
+Plan gateFromJson(const json& j) {
   Plan p;
-  if (j.value("format", "") != "layergate-selftest-plan/1") throw std::runtime_error("not a layergate selftest plan");
+  if (!j.is_object()) throw std::runtime_error("a gate of the plan is not an object");
+  p.target = j.value("target", "");
   p.notes = j.value("notes", std::vector<std::string>{});
   if (j.contains("static")) {
     p.has_static = true;
@@ -59,6 +67,7 @@ Plan planFromJson(const json& j) {
     p.harness_defines = h.value("defines", std::vector<std::string>{});
     p.harness_include_dirs = h.value("include_dirs", std::vector<std::string>{});
     p.harness_tvm_ffi = h.value("tvm_ffi", false);
+    p.harness_optional = h.value("optional", false);
     // Flags go to nvcc: a plan from elsewhere names a standard and macros, nothing else.
     static const std::regex std_ok("(c|gnu)\\+\\+[0-9a-z]+"), define_ok("[A-Za-z_][A-Za-z0-9_]*(=[A-Za-z0-9_.+-]*)?");
     if (!p.harness_std.empty() && !std::regex_match(p.harness_std, std_ok))
@@ -290,21 +299,15 @@ void runSpeed(const Options& o, const Topology& topo, Phase& ph, Phase* standin_
   }
 }
 
-void runHarness(const Options& o, const Plan& plan, const Topology& topo, Phase& ph) {
+void runHarness(const Options& o, const Plan& plan, const Topology& topo, Phase& ph, const std::string& work_dir) {
   if (!plan.harness_error.empty()) {
-    ph.status = "failed";
+    ph.status = plan.harness_optional ? "skipped" : "failed";
     ph.summary = "no harness: " + plan.harness_error;
-    ph.failures.push_back(ph.summary);
+    if (!plan.harness_optional) ph.failures.push_back(ph.summary);
     return;
   }
   const std::string nvcc = findNvcc(o);
-  if (nvcc.empty()) {
-    ph.status = "failed";
-    ph.summary = "nvcc not found (set --nvcc or $NVCC): the harness is compiled at run time";
-    ph.failures.push_back(ph.summary);
-    return;
-  }
-  std::string dir = o.work_dir;
+  std::string dir = work_dir;
   if (dir.empty()) {
     char tmpl[] = "/tmp/layergate-selftest-XXXXXX";
     if (!mkdtemp(tmpl)) throw std::runtime_error("cannot make a temporary directory");
@@ -313,32 +316,15 @@ void runHarness(const Options& o, const Plan& plan, const Topology& topo, Phase&
   const std::string cu = writeHarness(plan, dir);
   const std::string exe = (fs::path(dir) / "harness").string();
   int cc = topo.gpus.empty() ? 90 : topo.gpus[0].cc;
-  // The flags SGLang's and vLLM's builds pass: some vLLM-family headers call
-  // constexpr host functions from device code and use __device__ lambdas.
-  std::vector<std::string> argv{nvcc, "-std=" + (plan.harness_std.empty() ? std::string("c++17") : plan.harness_std),
-                                "-O2", "-arch=sm_" + std::to_string(cc), "--expt-relaxed-constexpr",
-                                "--expt-extended-lambda", "-I" + dir + "/include",
-                                "-I" + fs::path(plan.header).parent_path().string()};
-  for (const auto& d : plan.harness_defines) argv.push_back("-D" + d);
-  for (const auto& i : plan.harness_include_dirs) argv.push_back("-I" + i);
-  for (const auto& i : o.include_dirs) argv.push_back("-I" + i);
-  std::vector<std::string> link;
-  if (plan.harness_tvm_ffi) {
-    const std::string prefix = findTvmFfi(o);
-    if (prefix.empty()) {
-      ph.status = "failed";
-      ph.summary = "the harness calls a JIT entry over tvm-ffi objects and needs tvm-ffi (include/ and lib/libtvm_ffi.so): "
-                   "pass --tvm-ffi PREFIX or set $LAYERGATE_TVM_FFI (pip's apache-tvm-ffi: the tvm_ffi package directory)";
-      ph.failures.push_back(ph.summary);
-      return;
-    }
-    argv.push_back("-I" + prefix + "/include");
-    if (fs::is_directory(prefix + "/3rdparty/dlpack/include")) argv.push_back("-I" + prefix + "/3rdparty/dlpack/include");
-    link = {"-L" + prefix + "/lib", "-ltvm_ffi", "-Xlinker", "-rpath=" + prefix + "/lib"};
-    ph.data["tvm_ffi"] = prefix;
+  std::string why;
+  const std::vector<std::string> argv = harnessCompileCommand(o, plan, dir, cc, &why);
+  if (argv.empty()) {
+    ph.status = "failed";
+    ph.summary = why;
+    ph.failures.push_back(ph.summary);
+    return;
   }
-  argv.insert(argv.end(), {"-o", exe, cu});
-  argv.insert(argv.end(), link.begin(), link.end());
+  if (plan.harness_tvm_ffi) ph.data["tvm_ffi"] = findTvmFfi(o);
   progress("your dispatch: compiling the harness with " + nvcc + " (sm_" + std::to_string(cc) + ")");
   ChildResult c = runChild(argv, 600);
   ph.data["harness"] = cu;
@@ -490,7 +476,46 @@ std::string findNvcc(const Options& o) {
   return "";
 }
 
+std::vector<std::string> harnessCompileCommand(const Options& o, const Plan& plan, const std::string& dir, int cc,
+                                               std::string* why) {
+  const std::string nvcc = findNvcc(o);
+  if (nvcc.empty()) {
+    *why = "nvcc not found (set --nvcc or $NVCC): the harness is compiled at run time";
+    return {};
+  }
+  // The flags SGLang's and vLLM's builds pass: some vLLM-family headers call
+  // constexpr host functions from device code and use __device__ lambdas.
+  std::vector<std::string> argv{nvcc, "-std=" + (plan.harness_std.empty() ? std::string("c++17") : plan.harness_std),
+                                "-O2", "-arch=sm_" + std::to_string(cc), "--expt-relaxed-constexpr",
+                                "--expt-extended-lambda", "-I" + dir + "/include",
+                                "-I" + fs::path(plan.header).parent_path().string()};
+  for (const auto& d : plan.harness_defines) argv.push_back("-D" + d);
+  for (const auto& i : plan.harness_include_dirs) argv.push_back("-I" + i);
+  for (const auto& i : o.include_dirs) argv.push_back("-I" + i);
+  std::vector<std::string> link;
+  if (plan.harness_tvm_ffi) {
+    const std::string prefix = findTvmFfi(o);
+    if (prefix.empty()) {
+      *why = "the harness calls a JIT entry over tvm-ffi objects and needs tvm-ffi (include/ and lib/libtvm_ffi.so): "
+             "pass --tvm-ffi PREFIX or set $LAYERGATE_TVM_FFI (pip's apache-tvm-ffi: the tvm_ffi package directory)";
+      return {};
+    }
+    argv.push_back("-I" + prefix + "/include");
+    if (fs::is_directory(prefix + "/3rdparty/dlpack/include")) argv.push_back("-I" + prefix + "/3rdparty/dlpack/include");
+    link = {"-L" + prefix + "/lib", "-ltvm_ffi", "-Xlinker", "-rpath=" + prefix + "/lib"};
+  }
+  argv.insert(argv.end(), {"-o", (fs::path(dir) / "harness").string(), (fs::path(dir) / "harness.cu").string()});
+  argv.insert(argv.end(), link.begin(), link.end());
+  return argv;
+}
+
 int runSelftest(const Options& o, const Plan& plan, Topology topo, std::ostream& out) {
+  std::vector<Plan> gates;
+  if (plan.has_static || !plan.header.empty()) gates.push_back(plan);
+  return runSelftest(o, gates, std::move(topo), out);
+}
+
+int runSelftest(const Options& o, const std::vector<Plan>& gates, Topology topo, std::ostream& out) {
   const bool as_json = o.format == "json";
   json j{{"tool", "layergate"}, {"command", "selftest"}, {"quick", o.quick}};
   j["topology"] = topologyJson(topo);
@@ -506,9 +531,12 @@ int runSelftest(const Options& o, const Plan& plan, Topology topo, std::ostream&
   std::ostringstream text;
   text << "layergate selftest" << (o.quick ? " --quick" : "") << "\n\n== Topology\n" << renderTopology(topo);
 
-  // This machine's cell.
-  if (plan.has_static) {
-    text << "\n== Static analysis for this machine (" << plan.matrix.python << " + " << plan.matrix.cpp << ")\n";
+  // This machine's cell, for every gate.
+  json more = json::array();
+  for (const Plan& plan : gates) {
+    if (!plan.has_static) continue;
+    text << "\n== Static analysis for this machine (" << (plan.target.empty() ? "" : plan.target + ": ") << plan.matrix.python
+         << " + " << plan.matrix.cpp << ")\n";
     json cells = json::array();
     std::vector<bool> flags;
     if (topo.full_nvlink) flags.push_back(*topo.full_nvlink);
@@ -523,9 +551,14 @@ int runSelftest(const Options& o, const Plan& plan, Topology topo, std::ostream&
       cells.push_back(toJson(*c));
     }
     if (!topo.full_nvlink) text << "  (NVLink unknown here: both cells shown)\n";
-    j["static"] = {{"python", plan.matrix.python}, {"cpp", plan.matrix.cpp}, {"machine_cells", cells}};
+    json st{{"python", plan.matrix.python}, {"cpp", plan.matrix.cpp}, {"machine_cells", cells}};
+    if (!plan.target.empty()) st["target"] = plan.target;
+    // The first gate where a plan of one gate had it; the others beside it.
+    if (!j.contains("static")) j["static"] = st;
+    else more.push_back(st);
     for (const auto& n : plan.notes) text << "  note: " << n << "\n";
   }
+  if (!more.empty()) j["more_gates"] = more;
 
   std::vector<std::unique_ptr<Phase>> phases;
   auto skipped = [&](const std::string& n) { return std::find(o.skip.begin(), o.skip.end(), n) != o.skip.end(); };
@@ -549,11 +582,20 @@ int runSelftest(const Options& o, const Plan& plan, Topology topo, std::ostream&
   if (skipped("speed")) speed->status = "skipped", speed->summary = "--skip speed";
   else runSpeed(o, topo, *speed, skipped("standin") ? nullptr : standin);
 
-  if (!plan.header.empty()) {
-    Phase* h = add("harness", "Your dispatch, run: " + plan.header);
+  int harnesses = 0;
+  for (const Plan& plan : gates) harnesses += !plan.header.empty();
+  for (std::size_t g = 0, n = 0; g < gates.size(); ++g) {
+    const Plan& plan = gates[g];
+    if (plan.header.empty()) continue;
+    ++n;
+    Phase* h = add("harness", "Your dispatch, run: " + (plan.target.empty() ? "" : plan.target + ": ") + plan.header);
+    // One build directory per harness under --work-dir when there are several.
+    const std::string work = o.work_dir.empty() || harnesses == 1
+                                 ? o.work_dir
+                                 : (fs::path(o.work_dir) / ("gate-" + std::to_string(n))).string();
     if (skipped("harness")) h->status = "skipped", h->summary = "--skip harness";
     else if (!plan.has_static) h->status = "failed", h->summary = "no static matrix to run", h->failures.push_back(h->summary);
-    else runHarness(o, plan, topo, *h);
+    else runHarness(o, plan, topo, *h, work);
   }
 
   int failed = 0;

@@ -49,12 +49,16 @@ struct Options {
   std::string emit_harness;  // write the harness sources here and stop
   std::string save_plan;     // write the static side here (then go on)
   std::string plan;          // read the static side from here instead of analysing
+  bool check_plan = false;   // with plan: check that it resolves (its carried headers present) and stop
   std::vector<std::string> skip;  // phases: proof, standin, speed, harness
   double cell_timeout_s = 5;
   std::string self_exe;      // argv[0]/proc/self/exe, to find the CUDA programs
 };
 
+// The static side of one gate: its matrix and the harness around its dispatch.
+// A saved plan holds one per gate (PlanFile.h).
 struct Plan {
+  std::string target;             // the gate's target ("" for a plan of the --header form)
   bool has_static = false;
   StaticMatrix matrix;
   std::string header;             // the user's header (for --header)
@@ -68,11 +72,23 @@ struct Plan {
   std::string harness_std;
   std::vector<std::string> harness_defines, harness_include_dirs;
   bool harness_tvm_ffi = false;
+  // A gate --check found (not one asked for with --header): no harness for it
+  // is a skipped phase, not a failed one.
+  bool harness_optional = false;
+  // The header and the project files around it that the harness was planned
+  // from (absolute): where --save-plan starts what it carries. Not saved.
+  std::vector<std::string> harness_files;
+  // The checkout (absolute): only headers below it are carried; include
+  // directories outside it are system ones, named as they are. Not saved.
+  std::string harness_root;
   std::vector<std::string> notes;
 };
 
+// One gate as JSON ({"format": "layergate-selftest-plan/1", ...}), and back.
 nlohmann::json planJson(const Plan& p);
 Plan planFromJson(const nlohmann::json& j);
+// One gate of a saved plan, its format not checked (PlanFile.h checks the file's).
+Plan gateFromJson(const nlohmann::json& j);
 
 // Writes harness.cu and the include stand-ins under dir/include/; returns harness.cu's path.
 std::string writeHarness(const Plan& p, const std::string& dir);
@@ -81,7 +97,14 @@ std::string writeHarness(const Plan& p, const std::string& dir);
 // both NVLink values, one size per dispatch part (one per cell with quick).
 std::vector<HarnessCell> harnessCells(const StaticMatrix& m, bool quick);
 
-// Runs the GPU phases. Exit status as above.
+// The nvcc command that builds the harness written to dir (writeHarness) into
+// dir/harness, for a GPU of compute capability cc (90: sm_90); "" and *why
+// when it cannot be built here (no nvcc, no tvm-ffi for a JIT entry).
+std::vector<std::string> harnessCompileCommand(const Options& o, const Plan& p, const std::string& dir, int cc,
+                                               std::string* why);
+
+// Runs the GPU phases, the harness of every gate that has one. Exit status as above.
+int runSelftest(const Options& o, const std::vector<Plan>& gates, Topology topo, std::ostream& out);
 int runSelftest(const Options& o, const Plan& plan, Topology topo, std::ostream& out);
 
 // Finds a CUDA program of the kernels (layergate_allreduce_check, _bench):

@@ -3,7 +3,8 @@
 # Builds the CUDA programs (kernels/) with nvcc and, where layergate's own
 # build dependencies (clang-19/LLVM 19, Z3, tree-sitter) are missing, the GPU
 # half of the self-test (layergate_selftest_gpu) with g++, then runs it on
-# plans saved by `layergate selftest --save-plan` on a lint box.
+# plans saved by `layergate selftest --save-plan` on a lint box (each plan
+# with its folder of headers beside it: plan-ref.json and plan-ref.d/).
 #   tool/selftest/device_run.sh PLAN_DIR   (plans: plan-ref.json, plan-seed.json)
 #   tool/selftest/device_run.sh PLAN_DIR NAME...   (only the harness of PLAN_DIR/plan-NAME.json each)
 set -u
@@ -19,15 +20,13 @@ t0=$(date +%s)
 $NVCC -std=c++17 -O3 -arch=sm_90 -o $B/layergate_allreduce_check kernels/test/allreduce_check.cu &
 $NVCC -std=c++17 -O3 -arch=sm_90 -o $B/layergate_allreduce_bench bench/kernels/allreduce_bench.cu -ldl &
 g++ -std=c++17 -O2 -Itool -I"$plans/include" -DLAYERGATE_KERNELS_BUILD_DIR="\"$PWD/$B\"" -o $B/layergate_selftest_gpu \
-  tool/selftest/{Process,Topology,Static,Bench,HeaderScan,FfiObjects,Harness,EntryHarness,Selftest,core_main}.cpp tool/model/{Expr,Model}.cpp -ldl &
+  tool/selftest/{Process,Topology,Static,Bench,HeaderScan,FfiObjects,Harness,EntryHarness,PlanFile,Selftest,core_main}.cpp tool/model/{Expr,Model}.cpp -ldl &
 wait
 echo "== built in $(( $(date +%s) - t0 )) s:"; ls $B
 if [ -z "${LAYERGATE_NCCL_LIB:-}" ]; then
   LAYERGATE_NCCL_LIB=$(find / -name 'libnccl.so.2' -not -path '/proc/*' 2>/dev/null | head -1); export LAYERGATE_NCCL_LIB
 fi
 echo "NCCL: $LAYERGATE_NCCL_LIB"
-# The plans name the header by the path it had where they were made.
-for p in "$plans"/plan-*.json; do sed -i "s#\"/work/[a-z-]*/#\"$PWD/#g" "$p"; done
 run() {  # name args...
   local name=$1; shift
   local s=$(date +%s)
