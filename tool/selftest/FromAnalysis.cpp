@@ -155,7 +155,7 @@ Plan makePlan(const Options& o) {
   std::string python = o.python;
   driver::Request base;
   base.target = o.target;
-  base.rules_dir = o.rules_dir;
+  if (!o.rules_dir.empty()) base.rules.dirs.push_back(o.rules_dir);
   base.cpp.include_dirs = o.include_dirs;
   if (!o.check_path.empty()) {
     if (!fs::is_directory(o.check_path)) throw InputError(o.check_path + ": --check takes a directory (a checkout)");
@@ -176,7 +176,7 @@ Plan makePlan(const Options& o) {
       else throw InputError("--header needs the Python gate: give --python FILE (or --check DIR)");
     }
     driver::Request req = base;
-    target::Target tgt = driver::selectTarget(o.rules_dir, o.target);
+    target::Target tgt = driver::selectTarget(base.rules, o.target);
     const std::string text = driver::readSource(o.header, 8u << 20);
     const std::vector<std::string> target_dirs = cpp::targetIncludeDirs({o.header}, tgt.cpp.include_dirs);
     std::vector<std::string> include_dirs = o.include_dirs;
