@@ -89,7 +89,7 @@ TEST_F(ConfigTest, ReadsEveryKeyWithItsLine) {
   EXPECT_EQ(s.fail_on.origin, "pyproject.toml:4");
   EXPECT_EQ(s.max_world_size.value, 4);
   EXPECT_TRUE(s.strict.value);
-  EXPECT_EQ(s.rules_dir.value, (dir_ / "my-rules").string());
+  EXPECT_EQ(s.rules_dirs.value, std::vector<std::string>{(dir_ / "my-rules").string()});
   ASSERT_EQ(s.severity.count("LG008"), 1u);
   EXPECT_EQ(s.severity.at("LG008").value, model::Severity::Error);
   EXPECT_EQ(s.severity.at("LG008").origin, "pyproject.toml:11");

@@ -342,7 +342,7 @@ TEST(SelftestBench, FitsPcieTiersAndWritesTheHeaderFormat) {
 
 namespace {
 HarnessSpec planFor(const std::string& fixture) {
-  target::Target t = driver::selectTarget("", "");
+  target::Target t = driver::selectTarget({}, "");
   const std::string h = kFixtures + "/" + fixture + "/custom_all_reduce.cuh";
   model::Dispatch d = cpp::extractDispatch({h}, t.cpp);
   return planHarness(d, h, slurp(h), memberRoles(t.cpp.members, t.roles));
@@ -392,7 +392,7 @@ TEST(SelftestHarness, VllmFixtureFlagFoundThroughTheMemberMap) {
 }
 
 TEST(SelftestHarness, ReferenceHeaderUsesItsRankBufferFactory) {
-  target::Target t = driver::selectTarget("", "");
+  target::Target t = driver::selectTarget({}, "");
   const std::string h = kSource + "/kernels/layergate_allreduce.cuh";
   model::Dispatch d = cpp::extractDispatch({h}, t.cpp);
   HarnessSpec s = planHarness(d, h, slurp(h), memberRoles(t.cpp.members, t.roles));
@@ -659,7 +659,7 @@ TEST(SelftestEntryHarness, ThePlannedGapOfTheFixtureIsACellWithItsValues) {
   EXPECT_GE(launches, 4);  // ws 2, 4 (two variants), 8 (two)
   EXPECT_EQ(gap->arg().rfind("4:0:524288:blocks=", 0), 0u) << gap->arg();
   // The fixture's header: its all_reduce takes values, not peer views.
-  target::Target t = driver::selectTarget("", "flashinfer-pcie-ipc");
+  target::Target t = driver::selectTarget({}, "flashinfer-pcie-ipc");
   std::set<std::string> names;
   for (const auto& [k, x] : gap->values) names.insert(k);
   HarnessSpec h = planEntryHarness(r.dispatch, req.cpp_files[0], {{req.cpp_files[0], slurp(req.cpp_files[0])}},
@@ -727,7 +727,7 @@ TEST(SelftestEntryHarness, ATvmFfiEntryBuildsItsObjectFromTheConstructorsShapes)
       {req.cpp_files[0], slurp(req.cpp_files[0])},
       {jit + "/include/sgl_kernel/distributed/workspace.cuh", slurp(jit + "/include/sgl_kernel/distributed/workspace.cuh")},
       {jit + "/csrc/distributed/workspace.cuh", slurp(jit + "/csrc/distributed/workspace.cuh")}};
-  target::Target t = driver::selectTarget("", "sglang-custom-ar-v2");
+  target::Target t = driver::selectTarget({}, "sglang-custom-ar-v2");
   HarnessSpec h = planEntryHarness(r.dispatch, req.cpp_files[0], sources, memberRoles(t.cpp.members, t.roles), {"push_bytes", "pull_bytes"},
                                    {"algo"}, 0);
   EXPECT_TRUE(h.tvm_ffi);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "model/Errors.h"
 #include "checks/Registry.h"
 
 namespace layergate::checks {
@@ -172,7 +173,7 @@ model::Finding undecidedFinding(const solve::UndecidedError& e, const std::strin
   f.severity = r->severity;
   f.config.world_size = e.cell.world_size;
   f.config.full_nvlink = e.cell.full_nvlink;
-  f.message = "undecided for " + rule_id + ": " + e.what() + "; raise --timeout-ms to decide it";
+  f.message = "undecided for " + rule_id + ": " + e.what() + " " + limitHint("timeout-ms");
   return f;
 }
 

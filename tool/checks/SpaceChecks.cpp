@@ -5,6 +5,7 @@
 // that admits it, with the dispatch's leaf as its note. A region that needs
 // some value of code the gate's walk did not interpret is LG008.
 #include "checks/Check.h"
+#include "model/Errors.h"
 
 namespace layergate::checks {
 
@@ -67,7 +68,7 @@ std::vector<model::Finding> spaceFindings(const model::Gate& gate, const model::
     const RuleInfo* rule = findRule("LG007");
     f.rule = rule->id;
     f.severity = rule->severity;
-    f.message = "undecided: " + space.why + "; raise --timeout-ms to decide it";
+    f.message = "undecided: " + space.why + " " + limitHint("timeout-ms");
     f.locations.push_back(at(gate.class_loc, "gate", "gate"));
     out.push_back(std::move(f));
   }

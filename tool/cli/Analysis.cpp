@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
@@ -69,7 +70,7 @@ std::string readSource(const std::string& path, std::size_t max_bytes) {
   auto size = fs::file_size(path, ec);
   if (!ec && size > max_bytes)
     throw InputError(path + ": file is " + std::to_string(size) + " bytes, over the limit of " +
-                     std::to_string(max_bytes) + " (--max-file-bytes)");
+                     std::to_string(max_bytes) + " " + limitHint("max-file-bytes"));
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     std::string why = openError(path);
@@ -81,18 +82,35 @@ std::string readSource(const std::string& path, std::size_t max_bytes) {
   return ss.str();
 }
 
-target::Target selectTarget(const std::string& rules_dir, const std::string& name) {
-  auto targets = target::loadTargets(rules_dir.empty() ? target::defaultRulesDir() : rules_dir);
+target::Target selectTarget(const target::RuleSet& rules, const std::string& name) {
+  if (target::isTargetFile(name)) {
+    target::RuleSet with = rules;
+    auto same = [&](const std::string& f) { return fs::absolute(f).lexically_normal() == fs::absolute(name).lexically_normal(); };
+    if (std::none_of(with.files.begin(), with.files.end(), same)) with.files.push_back(name);
+    for (auto& t : target::loadTargets(with))
+      if (same(t.file)) return t;
+    throw InputError(name + ": its target is replaced by a later one of the same name");
+  }
+  auto targets = target::loadTargets(rules);
   std::string want = name.empty() ? "custom-allreduce" : name;
   for (auto& t : targets)
     if (t.name == want) return t;
   if (name.empty()) return targets.front();
   std::string names;
   for (const auto& t : targets) names += (names.empty() ? "" : ", ") + t.name;
-  throw InputError("unknown target '" + name + "' (known: " + names + ")");
+  throw InputError("unknown target '" + name + "' (known: " + names + "; or a target file: --target FILE.json)");
 }
 
 namespace {
+
+// A path as a compiler prints it: relative to the working directory when it
+// is below it, else as it is.
+std::string shownPath(const std::string& p) {
+  std::error_code ec;
+  fs::path abs = fs::absolute(p, ec).lexically_normal();
+  fs::path rel = abs.lexically_relative(fs::current_path(ec));
+  return rel.empty() || *rel.begin() == ".." ? abs.string() : rel.string();
+}
 
 // The C++ sources in the given C++ files' folders, not given themselves,
 // that define one of `functions` as a bool function (a check), in name order.
@@ -181,11 +199,11 @@ SelectionLayer selectionLayer(const std::vector<python::SourceFile>& sources, co
 // dispatch name, whatever the file is called); the default target first,
 // and the default when none matches.
 target::Target targetByContent(const Request& req) {
-  auto targets = target::loadTargets(req.rules_dir.empty() ? target::defaultRulesDir() : req.rules_dir);
+  auto targets = target::loadTargets(req.rules);
   std::string text;
   for (const auto& p : req.cpp_files) text += readSource(p, req.max_file_bytes) + "\n";
   auto defines = [&](const target::Target& t) { return discover::definesDispatch(text, t); };
-  target::Target fallback = selectTarget(req.rules_dir, "");
+  target::Target fallback = selectTarget(req.rules, "");
   if (defines(fallback)) return fallback;
   for (auto& t : targets)
     if (defines(t)) return t;
@@ -248,7 +266,7 @@ report::Result analyse(const Request& req) {
   std::vector<std::string> inputs = req.python_files;
   inputs.insert(inputs.end(), req.cpp_files.begin(), req.cpp_files.end());
   requireReadable(inputs);
-  target::Target tgt = req.target.empty() ? targetByContent(req) : selectTarget(req.rules_dir, req.target);
+  target::Target tgt = req.target.empty() ? targetByContent(req) : selectTarget(req.rules, req.target);
   if (tgt.variables.empty())
     throw InputError("target " + tgt.name + " declares no configuration variables (\"variables\", docs/targets.md)");
 
@@ -274,6 +292,10 @@ report::Result analyse(const Request& req) {
       trace::Scope scope("Python frontend", req.python_files.front());
       for (const auto& path : req.python_files) sources.push_back({path, readSource(path, req.max_file_bytes)});
       r.gate = python::extractGate(sources, tgt.python, limits);
+      // A user's target of a bundled name: the report says whose was used.
+      if (!tgt.replaces.empty())
+        r.gate.notes.push_back("target " + tgt.name + " is read from " + shownPath(tgt.file) + ", which replaces " +
+                               shownPath(tgt.replaces));
       return;
     }
     trace::Scope scope("C++ frontend", req.cpp_files.front());

@@ -21,7 +21,7 @@ struct Request {
   std::vector<std::string> python_files;
   std::vector<std::string> cpp_files;
   std::string target;     // empty: the default target
-  std::string rules_dir;  // empty: target::defaultRulesDir()
+  target::RuleSet rules;  // the bundled rules, the user's (--rules), a --target FILE
   cpp::ParseOptions cpp;
   solve::Options solve;
   std::size_t max_file_bytes = 8u << 20;
@@ -43,7 +43,10 @@ struct Request {
   bool chain_by_content = false;
 };
 
-target::Target selectTarget(const std::string& rules_dir, const std::string& name);
+// The target of that name among the rules (empty: the default one), or the
+// target a .json file describes (target::isTargetFile), read with the rules so
+// that its "extends" resolves. InputError names the known targets.
+target::Target selectTarget(const target::RuleSet& rules, const std::string& name);
 report::Result analyse(const Request& request);
 
 // After the checks: severities and the rule policy, inline suppressions

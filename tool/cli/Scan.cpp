@@ -117,7 +117,13 @@ void analyseRoutes(const discover::Unit& u, const Request& base, const std::vect
 }  // namespace
 
 ScanResult scan(const ScanRequest& req) {
-  std::string rules = absolute(req.base.rules_dir.empty() ? target::defaultRulesDir() : req.base.rules_dir);
+  // The analyses run inside the root: the user's rules are found from there.
+  target::RuleSet rules = req.base.rules;
+  if (rules.bundled_dir.empty()) rules.bundled_dir = target::defaultRulesDir();
+  rules.bundled_dir = absolute(rules.bundled_dir);
+  for (auto& d : rules.dirs) d = absolute(d);
+  for (auto& f : rules.files) f = absolute(f);
+  std::string target_name = target::isTargetFile(req.base.target) ? absolute(req.base.target) : req.base.target;
   auto targets = target::loadTargets(rules);
 
   discover::Options dopt = req.discover;
@@ -131,7 +137,11 @@ ScanResult scan(const ScanRequest& req) {
   if (!req.base.target.empty()) {
     // --target NAME: that target's own layout if it matches, else every gate
     // the other descriptions find, analysed with NAME's description.
-    target::Target forced = selectTarget(rules, req.base.target);
+    target::Target forced = selectTarget(rules, target_name);
+    // A target file's target among the others, for its platform.
+    auto same = std::find_if(targets.begin(), targets.end(), [&](const target::Target& x) { return x.name == forced.name; });
+    if (same == targets.end()) targets.push_back(forced);
+    else *same = forced;
     forced.discovery.fallback = false;
     found = discover::discover(req.root, {forced}, dopt);
     if (found.units.empty()) {
@@ -148,7 +158,7 @@ ScanResult scan(const ScanRequest& req) {
   ScanResult out;
   out.notes = found.notes;
   Request base = req.base;
-  base.rules_dir = rules;
+  base.rules = rules;
   for (auto& d : base.cpp.include_dirs) d = absolute(d);
   if (base.cpp.real_cuda_sdk) base.cpp.cuda_path = absolute(base.cpp.cuda_path);
 
@@ -174,7 +184,7 @@ ScanResult scan(const ScanRequest& req) {
     const auto& u = found.units[i];
     ScanResult& part = parts[i];
     Request r = base;
-    r.target = u.target;
+    r.target = target_name.empty() ? u.target : target_name;
     r.python_files = u.python_files;
     r.cpp_files = u.cpp_files;
     r.chain_by_content = u.chain_by_content;
@@ -225,7 +235,15 @@ ScanResult scan(const ScanRequest& req) {
   try {
     std::map<std::string, std::string> platform_of;
     for (const auto& t : targets) platform_of[t.name] = t.platform;
-    out.chains = selectionChains(target::loadChains(rules), out.results, platform_of, base.max_file_bytes);
+    // Every rules directory's selection layers; a later one replaces one of its name.
+    std::vector<target::ChainSpec> specs;
+    for (const auto& dir : target::ruleDirs(rules))
+      for (auto& c : target::loadChains(dir)) {
+        auto same = std::find_if(specs.begin(), specs.end(), [&](const target::ChainSpec& x) { return x.name == c.name; });
+        if (same == specs.end()) specs.push_back(std::move(c));
+        else *same = std::move(c);
+      }
+    out.chains = selectionChains(specs, out.results, platform_of, base.max_file_bytes);
   } catch (const InputError& e) {
     out.notes.push_back(std::string("selection layer not read: ") + e.what());
   }

@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 
 #include "checks/Check.h"
 #include "cli/Allocator.h"
@@ -48,6 +49,7 @@ struct CheckArgs {
   driver::Request req;
   std::vector<std::string> paths;  // positional: one directory, or files
   std::size_t max_files = 200000;
+  int max_dir_depth = 256;
   std::string format = "text";
   std::string fail_on = "error";
   std::string color = "auto";
@@ -158,14 +160,31 @@ void configure(CheckArgs& a) {
   a.fail_on = s->fail_on.value;
   a.req.solve.max_world_size = s->max_world_size.value;
   a.req.strict = s->strict.value;
-  a.req.rules_dir = s->rules_dir.value;
+  a.req.rules.bundled = s->bundled_rules.value;
+  a.req.rules.dirs = s->rules_dirs.value;
+  a.req.max_depth = static_cast<int>(s->max_depth.value);
+  a.req.cpp.max_paths = static_cast<std::size_t>(s->max_paths.value);
+  a.req.max_file_bytes = static_cast<std::size_t>(s->max_file_bytes.value);
+  a.req.solve.timeout_ms = static_cast<unsigned>(s->timeout_ms.value);
+  a.max_files = static_cast<std::size_t>(s->max_files.value);
+  a.max_dir_depth = static_cast<int>(s->max_dir_depth.value);
   a.req.settings = s;
+  // --target FILE: read now, so that a bad file stops the run before any
+  // analysis with one line.
+  if (target::isTargetFile(a.req.target)) {
+    driver::selectTarget(a.req.rules, a.req.target);
+    a.req.target = std::filesystem::absolute(a.req.target).lexically_normal().string();
+  }
 }
 
-// --platform: "all" or a platform some target declares.
-void checkPlatform(const CheckArgs& a) {
+// The rules read before any file is (a rules directory that is missing, a
+// target file with a typo: one line, exit 2), and --platform: "all" or a
+// platform some target declares.
+void checkRulesAndPlatform(const CheckArgs& a) {
+  target::RuleSet rules = a.req.rules;
+  if (target::isTargetFile(a.req.target)) rules.files.push_back(a.req.target);
+  auto targets = target::loadTargets(rules);
   if (a.platform == "all") return;
-  auto targets = target::loadTargets(a.req.rules_dir.empty() ? target::defaultRulesDir() : a.req.rules_dir);
   std::string known;
   for (const auto& t : targets) {
     if (t.platform == a.platform) return;
@@ -179,6 +198,7 @@ void checkPlatform(const CheckArgs& a) {
 int runScan(const CheckArgs& a, driver::ReportOut& out) {
   driver::ScanRequest sr{a.paths[0], a.req, {}, a.platform};
   sr.discover.max_files = a.max_files;
+  sr.discover.max_depth = a.max_dir_depth;
   const bool from_root = a.format == "sarif";  // SARIF's paths stay relative to the root, its URIs' base
   auto analyseAll = [&] {
     driver::ScanResult s = driver::scan(sr);
@@ -249,7 +269,9 @@ int runListGates(const CheckArgs& a) {
     throw InputError("--list-gates takes one directory (a checkout), not files");
   if (a.format != "text" && a.format != "json")
     throw InputError("--list-gates writes text or json, not " + a.format);
-  auto targets = target::loadTargets(a.req.rules_dir.empty() ? target::defaultRulesDir() : a.req.rules_dir);
+  target::RuleSet rules = a.req.rules;
+  if (target::isTargetFile(a.req.target)) rules.files.push_back(a.req.target);
+  auto targets = target::loadTargets(rules);
   discover::Options o;
   o.max_files = a.max_files;
   gates::Inventory inv = gates::inventory(a.paths[0], targets, o);
@@ -272,7 +294,7 @@ int runCheck(CheckArgs a) {
     std::cout << config::describe(*a.req.settings);
     return kExitClean;
   }
-  checkPlatform(a);
+  checkRulesAndPlatform(a);
   // No path and no files: the working directory, as `ruff check` takes it.
   if (a.paths.empty() && a.req.python_files.empty() && a.req.cpp_files.empty()) a.paths.push_back(".");
   if (a.list_gates) return runListGates(a);
@@ -361,9 +383,16 @@ int runRules() {
   return kExitClean;
 }
 
-int runTargets(const std::string& rules_dir) {
-  auto targets = target::loadTargets(rules_dir.empty() ? target::defaultRulesDir() : rules_dir);
-  for (const auto& t : targets) std::cout << fmt::format("{:<24} {}\n", t.name, t.description);
+// The targets in force, a user's marked with its file (and the one it replaces).
+int runTargets(const target::RuleSet& rules) {
+  auto targets = target::loadTargets(rules);
+  const std::string bundled = rules.bundled_dir.empty() ? target::defaultRulesDir() : rules.bundled_dir;
+  for (const auto& t : targets) {
+    std::string whose;
+    if (!rules.bundled || t.file.rfind(bundled, 0) != 0)
+      whose = " [" + t.file + (t.replaces.empty() ? "" : ", replaces " + t.replaces) + "]";
+    std::cout << fmt::format("{:<24} {}{}\n", t.name, t.description, whose);
+  }
   return kExitClean;
 }
 
@@ -386,7 +415,8 @@ int main(int argc, char** argv) {
              "Run 'layergate explain LG001' for a rule's documentation.");
 
   CheckArgs ca;
-  std::string rules_dir;
+  std::vector<std::string> rules_dirs;
+  bool no_bundled_rules = false;
   auto* check = app.add_subcommand("check", "Check a Python gate against a C++ dispatch (a directory: find them)");
   check->add_option("PATH", ca.paths,
                     "A directory to scan for gates (see 'layergate targets'; default: the working directory), or the files "
@@ -408,7 +438,9 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"error", "warning", "never"}))
       ->capture_default_str();
   check->add_option("--target", ca.req.target,
-                    "Target description to use (see 'layergate targets'); with a directory, analyse every gate found with it");
+                    "Target to use: a name (see 'layergate targets') or a target file (.json); with a directory, "
+                    "analyse every gate found with it")
+      ->type_name("NAME|FILE");
   std::string time_trace;
   check->add_option("--time-trace", time_trace,
                     "Write where the run's time went to FILE: a Chrome trace (Perfetto, chrome://tracing), one track "
@@ -419,17 +451,28 @@ int main(int argc, char** argv) {
                     "Analyses, and the C++ parses inside each, run at once (default: the number of CPUs; 1: one after another)")
       ->check(CLI::Range(1u, 1024u))
       ->type_name("N");
-  check->add_option("--max-files", ca.max_files, "With a directory: stop with an error past this many files")->capture_default_str();
-  check->add_option("--rules", rules_dir, "Rules directory (default: $LAYERGATE_RULES or the bundled rules/)")->type_name("DIR");
-  check->add_option("--timeout-ms", ca.req.solve.timeout_ms, "Solver time limit per query, in milliseconds")->capture_default_str();
+  // The limits: each also a key of the configuration file (config::limitKeys), checked there.
+  std::map<std::string, std::int64_t> limits = {{"max-files", 200000}, {"max-dir-depth", 256}, {"timeout-ms", 5000},
+                                                {"max-file-bytes", 8 << 20}, {"max-depth", 200}, {"max-paths", 20000}};
+  check->add_option("--max-files", limits["max-files"], "With a directory: stop with an error past this many files")
+      ->capture_default_str()->type_name("N");
+  check->add_option("--max-dir-depth", limits["max-dir-depth"], "With a directory: skip directories deeper than this (a note says which)")
+      ->capture_default_str()->type_name("N");
+  check->add_option("--rules", rules_dirs,
+                    "A directory of your own target descriptions (targets/*.json or *.json), read after the bundled "
+                    "ones: a target of a bundled name replaces it; repeatable")
+      ->type_name("DIR")
+      ->allow_extra_args(false);
+  check->add_flag("--no-bundled-rules", no_bundled_rules, "Read only --rules and --target FILE, not the bundled target descriptions");
+  check->add_option("--timeout-ms", limits["timeout-ms"], "Solver time limit per query, in milliseconds")->capture_default_str();
   check->add_option("--max-world-size", ca.req.solve.max_world_size, "Largest world size in the configuration matrix")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
-  check->add_option("--max-file-bytes", ca.req.max_file_bytes, "Refuse input files larger than this")->capture_default_str();
-  check->add_option("--max-depth", ca.req.max_depth, "Refuse code nested deeper than this (both languages)")
+  check->add_option("--max-file-bytes", limits["max-file-bytes"], "Refuse input files larger than this")->capture_default_str();
+  check->add_option("--max-depth", limits["max-depth"], "Refuse code nested deeper than this (both languages)")
       ->check(CLI::Range(8, 500))
       ->capture_default_str();
-  check->add_option("--max-paths", ca.req.cpp.max_paths, "Refuse a dispatch with more paths than this")
+  check->add_option("--max-paths", limits["max-paths"], "Refuse a dispatch with more paths than this")
       ->check(CLI::Range(1, 10000000))
       ->capture_default_str();
   check->add_flag("--cuda-sdk", ca.req.cpp.real_cuda_sdk, "Parse with the real CUDA SDK headers instead of the bundled stubs");
@@ -490,8 +533,8 @@ int main(int argc, char** argv) {
   st->add_option("--python", so.python, "The Python gate for --header (default: the one --check finds, or custom_all_reduce.py beside the header)")
       ->type_name("FILE");
   st->add_option("-I", so.include_dirs, "Extra include directory for --header")->type_name("DIR")->allow_extra_args(false);
-  st->add_option("--target", so.target, "Target description (see 'layergate targets')");
-  st->add_option("--rules", so.rules_dir, "Rules directory")->type_name("DIR");
+  st->add_option("--target", so.target, "Target: a name (see 'layergate targets') or a target file (.json)");
+  st->add_option("--rules", so.rules_dir, "A directory of your own target descriptions, read after the bundled ones")->type_name("DIR");
   st->add_flag("--quick", so.quick, "A one-minute run: fewer sizes, groups and replays");
   st->add_option("--format,-f", so.format, "Output format")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
   st->add_option("--kernels-dir", so.kernels_dir, "Where layergate_allreduce_check and _bench are (default: beside layergate, or the build tree)")
@@ -517,7 +560,10 @@ int main(int argc, char** argv) {
 
   auto* rules = app.add_subcommand("rules", "List every rule");
   auto* targets = app.add_subcommand("targets", "List the target descriptions in the rules directory");
-  targets->add_option("--rules", rules_dir, "Rules directory")->type_name("DIR");
+  targets->add_option("--rules", rules_dirs, "A directory of your own target descriptions, read after the bundled ones; repeatable")
+      ->type_name("DIR")
+      ->allow_extra_args(false);
+  targets->add_flag("--no-bundled-rules", no_bundled_rules, "List only the --rules directories' targets");
 
   // An unknown command is named as such (CLI11 would say "A subcommand is
   // required"): the first argument is the command, the top level takes only flags.
@@ -557,7 +603,10 @@ int main(int argc, char** argv) {
       if (given("--fail-on")) ov.fail_on = ca.fail_on;
       if (given("--max-world-size")) ov.max_world_size = ca.req.solve.max_world_size;
       if (given("--strict")) ov.strict = true;
-      if (given("--rules")) ov.rules_dir = rules_dir;
+      if (given("--rules")) ov.rules_dirs = rules_dirs;
+      if (no_bundled_rules) ov.bundled_rules = false;
+      for (const auto& [key, value] : limits)
+        if (given(("--" + key).c_str())) ov.limits[key] = value;
       ca.command = driver::commandLine(argc, argv);
       if (given("--time-trace")) trace::start();
       int status = kExitInternal;
@@ -583,7 +632,7 @@ int main(int argc, char** argv) {
     }
     if (*explain) return runExplain(rule_id);
     if (*rules) return runRules();
-    if (*targets) return runTargets(rules_dir);
+    if (*targets) return runTargets(target::RuleSet{!no_bundled_rules, "", rules_dirs, {}});
   } catch (const InputError& e) {
     std::cout.flush();
     std::cerr << "layergate: error: " << e.what() << "\n";

@@ -48,9 +48,19 @@ std::size_t editDistance(const std::string& a, const std::string& b) {
 }
 
 const std::vector<std::string>& knownKeys() {
-  static const std::vector<std::string> keys = {"select", "ignore",  "severity", "fail-on",         "max-world-size",
-                                                "strict", "rules",   "exclude",  "per-file-ignores"};
+  static const std::vector<std::string> keys = [] {
+    std::vector<std::string> k = {"select", "ignore",        "severity", "fail-on",         "max-world-size",
+                                  "strict", "rules",         "bundled-rules", "exclude", "per-file-ignores"};
+    for (const auto& l : limitKeys()) k.push_back(l.key);
+    return k;
+  }();
   return keys;
+}
+
+const LimitKey* limit(const std::string& key) {
+  for (const auto& l : limitKeys())
+    if (key == l.key) return &l;
+  return nullptr;
 }
 
 // Reads one table of settings; every message starts with FILE:LINE:COL.
@@ -89,8 +99,22 @@ class Reader {
         if (!b) fail(v.source(), "'strict' must be true or false");
         s_.strict = {b->get(), at};
       } else if (key == "rules") {
-        std::string dir = string(v, key);
-        s_.rules_dir = {(fs::path(s_.base_dir) / dir).lexically_normal().string(), at};
+        // A directory or a list of them, relative to this file.
+        std::vector<std::string> dirs;
+        if (v.is_string()) dirs.push_back(string(v, key));
+        else if (v.is_array()) dirs = strings(v, key);
+        else fail(v.source(), "'rules' must be a directory or an array of directories");
+        for (auto& d : dirs) d = (fs::path(s_.base_dir) / d).lexically_normal().string();
+        s_.rules_dirs = {dirs, at};
+      } else if (key == "bundled-rules") {
+        const auto* b = v.as_boolean();
+        if (!b) fail(v.source(), "'bundled-rules' must be true or false");
+        s_.bundled_rules = {b->get(), at};
+      } else if (const LimitKey* l = limit(key)) {
+        const auto* i = v.as_integer();
+        if (!i || i->get() < l->min || i->get() > l->max)
+          fail(v.source(), fmt::format("'{}' must be an integer from {} to {}", key, l->min, l->max));
+        s_.*(l->field) = {i->get(), at};
       } else if (key == "exclude") {
         s_.exclude = {strings(v, key), at};
       } else if (key == "per-file-ignores") {
@@ -241,6 +265,19 @@ std::string list(const std::vector<std::string>& v) {
 
 }  // namespace
 
+const std::vector<LimitKey>& limitKeys() {
+  // The ranges are the command line's (tool/cli/main.cpp).
+  static const std::vector<LimitKey> keys = {
+      {"max-depth", 8, 500, &Settings::max_depth},
+      {"max-paths", 1, 10000000, &Settings::max_paths},
+      {"max-files", 1, std::int64_t(1) << 40, &Settings::max_files},
+      {"max-dir-depth", 1, 4096, &Settings::max_dir_depth},
+      {"max-file-bytes", 1, std::int64_t(1) << 40, &Settings::max_file_bytes},
+      {"timeout-ms", 1, 86400000, &Settings::timeout_ms},
+  };
+  return keys;
+}
+
 bool pathMatches(const std::string& glob_in, const std::string& path) {
   std::string glob = glob_in;
   while (glob.rfind("./", 0) == 0) glob.erase(0, 2);
@@ -352,7 +389,18 @@ Settings resolve(const std::string& start, const Overrides& o) {
   if (o.fail_on) s.fail_on = {*o.fail_on, cl};
   if (o.max_world_size) s.max_world_size = {*o.max_world_size, cl};
   if (o.strict && *o.strict) s.strict = {true, cl};
-  if (o.rules_dir) s.rules_dir = {fs::absolute(*o.rules_dir, ec).lexically_normal().string(), cl};
+  if (o.rules_dirs) {
+    std::vector<std::string> dirs;
+    for (const auto& d : *o.rules_dirs) dirs.push_back(fs::absolute(d, ec).lexically_normal().string());
+    s.rules_dirs = {dirs, cl};
+  }
+  if (o.bundled_rules) s.bundled_rules = {*o.bundled_rules, cl};
+  for (const auto& l : limitKeys())
+    if (auto it = o.limits.find(l.key); it != o.limits.end()) {
+      if (it->second < l.min || it->second > l.max)
+        throw InputError(fmt::format("--{}: must be an integer from {} to {}", l.key, l.min, l.max));
+      s.*(l.field) = {it->second, cl};
+    }
   return s;
 }
 
@@ -377,7 +425,9 @@ std::string describe(const Settings& s) {
   row("fail-on", "\"" + s.fail_on.value + "\"", s.fail_on.origin);
   row("max-world-size", std::to_string(s.max_world_size.value), s.max_world_size.origin);
   row("strict", s.strict.value ? "true" : "false", s.strict.origin);
-  row("rules", s.rules_dir.value.empty() ? "(bundled)" : "\"" + s.rules_dir.value + "\"", s.rules_dir.origin);
+  row("rules", list(s.rules_dirs.value), s.rules_dirs.origin);
+  row("bundled-rules", s.bundled_rules.value ? "true" : "false", s.bundled_rules.origin);
+  for (const auto& l : limitKeys()) row(l.key, std::to_string((s.*(l.field)).value), (s.*(l.field)).origin);
   row("exclude", list(s.exclude.value), s.exclude.origin);
   if (s.per_file_ignores.empty()) row("per-file-ignores", "{}", "default");
   for (const auto& p : s.per_file_ignores) row("per-file-ignores.\"" + p.glob + "\"", list(p.codes), p.origin);

@@ -11,6 +11,7 @@
 // Throws InputError "FILE:LINE:COL: ..." for unknown keys and bad values.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -51,7 +52,18 @@ struct Settings {
   Setting<std::string> fail_on{"error"};
   Setting<int> max_world_size{8};
   Setting<bool> strict{false};
-  Setting<std::string> rules_dir;  // "" = the bundled rules (or $LAYERGATE_RULES)
+  // The user's rules directories (absolute), read after the bundled rules
+  // unless bundled_rules is false (target::RuleSet).
+  Setting<std::vector<std::string>> rules_dirs;
+  Setting<bool> bundled_rules{true};
+  // The analysis limits (limitHint): each message that hits one names its
+  // flag and its key here.
+  Setting<std::int64_t> max_depth{200};         // nesting in either language
+  Setting<std::int64_t> max_paths{20000};       // paths through a dispatch
+  Setting<std::int64_t> max_files{200000};      // files a directory scan looks at
+  Setting<std::int64_t> max_dir_depth{256};     // directory levels a scan enters
+  Setting<std::int64_t> max_file_bytes{8 << 20};
+  Setting<std::int64_t> timeout_ms{5000};       // per solver query
   Setting<std::vector<std::string>> exclude;
   std::vector<PerFileIgnore> per_file_ignores;
 
@@ -74,8 +86,20 @@ struct Overrides {
   std::optional<std::string> fail_on;
   std::optional<int> max_world_size;
   std::optional<bool> strict;
-  std::optional<std::string> rules_dir;
+  std::optional<std::vector<std::string>> rules_dirs;
+  std::optional<bool> bundled_rules;
+  // Limits by their key ("max-depth"), as given on the command line.
+  std::map<std::string, std::int64_t> limits;
 };
+
+// The limits a user can raise: key (the flag without its dashes, the
+// configuration key), its allowed range. The order is --show-settings'.
+struct LimitKey {
+  const char* key;
+  std::int64_t min, max;
+  Setting<std::int64_t> Settings::*field;
+};
+const std::vector<LimitKey>& limitKeys();
 
 // The configuration file that applies to `start` (a directory or a file):
 // "" when there is none.

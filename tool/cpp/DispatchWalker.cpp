@@ -186,7 +186,7 @@ void Walker::checkPaths(std::size_t n, const Stmt* at) {
   if (n > opts_.max_paths) {
     m::Location l = loc(at->getBeginLoc(), false, "dispatch");
     throw InputError(l.file + ":" + std::to_string(l.line) + ": the dispatch has more than " +
-                     std::to_string(opts_.max_paths) + " paths; giving up");
+                     std::to_string(opts_.max_paths) + " paths; giving up " + limitHint("max-paths"));
   }
 }
 
@@ -314,7 +314,7 @@ Flow Walker::exec(const Stmt* s, std::vector<State> in, int depth) {
   if (depth > opts_.max_depth) {
     m::Location l = loc(s->getBeginLoc(), false, "dispatch");
     throw InputError(l.file + ":" + std::to_string(l.line) + ": the dispatch nests statements deeper than " +
-                     std::to_string(opts_.max_depth) + " levels; giving up");
+                     std::to_string(opts_.max_depth) + " levels; giving up " + limitHint("max-depth"));
   }
   checkPaths(in.size(), s);
   if (reached_) {
@@ -592,7 +592,7 @@ std::optional<Flow> Walker::followCall(const Expr* e, std::vector<State>& in, in
   if (raw_.size() > opts_.max_paths) {
     m::Location l = loc(call->getBeginLoc(), false, "dispatch");
     throw InputError(l.file + ":" + std::to_string(l.line) + ": the dispatch has more than " +
-                     std::to_string(opts_.max_paths) + " paths; giving up");
+                     std::to_string(opts_.max_paths) + " paths; giving up " + limitHint("max-paths"));
   }
   mergeStates(out.normal);
   return out;
@@ -847,7 +847,7 @@ void Walker::throwLeaf(const ExprPtr& pc, const std::string& msg, SourceLocation
   if (raw_.size() > opts_.max_paths) {
     m::Location l = loc(where, false, "dispatch");
     throw InputError(l.file + ":" + std::to_string(l.line) + ": the dispatch has more than " +
-                     std::to_string(opts_.max_paths) + " paths; giving up");
+                     std::to_string(opts_.max_paths) + " paths; giving up " + limitHint("max-paths"));
   }
 }
 
@@ -862,7 +862,7 @@ void Walker::finishEnd(State& st, SourceLocation end) {
   if (raw_.size() > opts_.max_paths) {
     m::Location l = loc(end, false, "dispatch");
     throw InputError(l.file + ":" + std::to_string(l.line) + ": the dispatch has more than " +
-                     std::to_string(opts_.max_paths) + " paths; giving up");
+                     std::to_string(opts_.max_paths) + " paths; giving up " + limitHint("max-paths"));
   }
 }
 

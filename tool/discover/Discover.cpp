@@ -254,7 +254,8 @@ void walk(const std::string& root, const Options& o, const std::function<bool(co
           }
         if ((isSkippedDirName(name) && !package) || (o.exclude && o.exclude(rel))) continue;
         if (d.depth + 1 > o.max_depth) {
-          r.notes.push_back(rel + ": deeper than " + std::to_string(o.max_depth) + " levels, skipped");
+          r.notes.push_back(rel + ": deeper than " + std::to_string(o.max_depth) + " levels, skipped " +
+                            limitHint("max-dir-depth"));
           continue;
         }
         subdirs.push_back({rel, d.depth + 1});
@@ -267,7 +268,7 @@ void walk(const std::string& root, const Options& o, const std::function<bool(co
       if (++r.files_seen > o.max_files) {
         closedir(dir);
         throw InputError(root + ": more than " + std::to_string(o.max_files) +
-                         " files under the scanned directory (--max-files); point layergate at the checkout, or raise the limit");
+                         " files under the scanned directory; point layergate at the checkout " + limitHint("max-files"));
       }
       if (!keep(name)) continue;
       if (type == DT_LNK) {

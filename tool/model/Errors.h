@@ -13,4 +13,12 @@ class InputError : public std::runtime_error {
   explicit InputError(const std::string& msg) : std::runtime_error(msg) {}
 };
 
+// The end of a message that hits an analysis limit a user can raise: the
+// flag and the configuration key of that limit (config::limitKeys), as
+// "(raise with --max-depth or `max-depth` in .layergate.toml)". Every limit a
+// run can hit says how to raise it, so that a CI user need not read the code.
+inline std::string limitHint(const std::string& key) {
+  return "(raise with --" + key + " or `" + key + "` in .layergate.toml)";
+}
+
 }  // namespace layergate

@@ -8,6 +8,8 @@
 // class gate (helpers inlined across the given files, constants folded).
 // The selection layer's function (which implementation class a group gets)
 // is walked the same way; its arms are the classes it returns.
+#include <algorithm>
+
 #include "model/Errors.h"
 #include "python/Walker.h"
 
@@ -87,6 +89,21 @@ model::Gate Walker::runPolicy() {
     for (const auto& n : pol.functions) looked += (looked.empty() ? "" : ", ") + n;
     for (const auto& f : files_) paths += (paths.empty() ? "" : ", ") + f.path;
     throw InputError(paths + ": no policy function " + looked + " defined at module level");
+  }
+  // The names are one policy's spellings across versions. Files that define
+  // two of them leave open which is the gate: analysing the first alone
+  // would say nothing of the others, so the run stops and names them.
+  std::vector<std::string> ignored;
+  for (const auto& n : pol.functions)
+    if (n != fname)
+      for (const auto& m : mods_)
+        if (m->funcs.count(n) && std::find(ignored.begin(), ignored.end(), n) == ignored.end()) ignored.push_back(n);
+  if (!ignored.empty()) {
+    std::string others;
+    for (const auto& n : ignored) others += (others.empty() ? "" : ", ") + n;
+    throw InputError(gate_mod_->file->path + ": defines " + fname + " and " + others +
+                     ", all named in the target's python.policy.functions; a target's policy is one function, and " +
+                     others + " would be ignored: name one per target");
   }
   gate_.class_name = fname;
   gate_.policy = true;

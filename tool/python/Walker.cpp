@@ -180,7 +180,7 @@ namespace {
 void checkBytes(const SourceFile& f, const Limits& limits) {
   if (f.text.size() > limits.max_bytes)
     throw InputError(f.path + ": file too large (" + std::to_string(f.text.size()) + " bytes; limit " +
-                     std::to_string(limits.max_bytes) + ")");
+                     std::to_string(limits.max_bytes) + ") " + limitHint("max-file-bytes"));
   if (f.text.find('\0') != std::string::npos) throw InputError(f.path + ": binary file, not Python source");
   const auto* s = reinterpret_cast<const unsigned char*>(f.text.data());
   std::size_t n = f.text.size(), i = 0;

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "model/Errors.h"
 #include "model/Model.h"
 #include "python/PythonFrontend.h"
 #include "python/Scope.h"
@@ -111,7 +112,8 @@ class Walker {
     Walker& w;
     DepthGuard(Walker& w_, TSNode n) : w(w_) {
       if (++w.depth_ > w.limits_.max_depth)
-        w.fail(n, "nesting deeper than " + std::to_string(w.limits_.max_depth) + " levels; not analysed");
+        w.fail(n, "nesting deeper than " + std::to_string(w.limits_.max_depth) + " levels; not analysed " +
+                      limitHint("max-depth"));
     }
     ~DepthGuard() { --w.depth_; }
   };

@@ -173,9 +173,10 @@ struct HeaderContext {
   std::vector<SourceText> sources;
 };
 
-HeaderContext headerContext(const Options& o, const std::string& header, const std::string& target_name) {
+HeaderContext headerContext(const Options& o, const target::RuleSet& rules, const std::string& header,
+                            const std::string& target_name) {
   HeaderContext hc;
-  hc.tgt = driver::selectTarget(o.rules_dir, target_name);
+  hc.tgt = driver::selectTarget(rules, target_name);
   hc.target_dirs = cpp::targetIncludeDirs({header}, hc.tgt.cpp.include_dirs);
   hc.include_dirs = o.include_dirs;
   hc.include_dirs.insert(hc.include_dirs.end(), hc.target_dirs.begin(), hc.target_dirs.end());
@@ -289,7 +290,7 @@ std::vector<Plan> makePlan(const Options& o) {
   std::string python = o.python;
   driver::Request base;
   base.target = o.target;
-  base.rules_dir = o.rules_dir;
+  if (!o.rules_dir.empty()) base.rules.dirs.push_back(o.rules_dir);
   base.cpp.include_dirs = o.include_dirs;
   if (!o.check_path.empty()) {
     if (!fs::is_directory(o.check_path)) throw InputError(o.check_path + ": --check takes a directory (a checkout)");
@@ -307,7 +308,7 @@ std::vector<Plan> makePlan(const Options& o) {
         const std::string header = (fs::path(o.check_path) / dispatchFile(s.units[i], s.results[i])).string();
         plan.harness_optional = true;
         try {
-          planGateHarness(plan, s.results[i], header, headerContext(o, header, plan.target), o);
+          planGateHarness(plan, s.results[i], header, headerContext(o, base.rules, header, plan.target), o);
         } catch (const InputError& e) {
           plan.harness_error = e.what();
         }
@@ -325,7 +326,7 @@ std::vector<Plan> makePlan(const Options& o) {
     }
     driver::Request req = base;
     driver::readSource(o.header, 8u << 20);  // a missing or binary header is named before the analysis
-    const HeaderContext hc = headerContext(o, o.header, o.target);
+    const HeaderContext hc = headerContext(o, base.rules, o.header, o.target);
     // A dispatch called with what the gate hands down needs one example
     // configuration per leaf; worked out only when a harness can call it.
     req.want_examples = [&](const model::Gate& g, const model::Dispatch& d) {

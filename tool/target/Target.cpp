@@ -510,7 +510,86 @@ std::vector<Target> loadTargets(const std::string& dir) {
   if (!fs::is_directory(targets, ec)) throw InputError(dir + ": no targets/ folder in the rules directory");
   auto raw = readAll(targets.string());
   if (raw.empty()) throw InputError(targets.string() + ": no target descriptions (*.json)");
-  return resolve(raw);
+  auto out = resolve(raw);
+  for (auto& t : out) t.file = raw.at(t.name).origin;
+  return out;
+}
+
+bool isTargetFile(const std::string& s) {
+  return s.find('/') != std::string::npos ||
+         (s.size() > 5 && s.compare(s.size() - 5, 5, ".json") == 0);
+}
+
+std::vector<std::string> ruleDirs(const RuleSet& rules) {
+  std::vector<std::string> out;
+  if (rules.bundled) out.push_back(rules.bundled_dir.empty() ? defaultRulesDir() : rules.bundled_dir);
+  out.insert(out.end(), rules.dirs.begin(), rules.dirs.end());
+  return out;
+}
+
+std::vector<Target> loadTargets(const RuleSet& rules) {
+  namespace fs = std::filesystem;
+  if (!rules.bundled && rules.dirs.empty() && rules.files.empty())
+    throw InputError("no target descriptions: the bundled rules are off (--no-bundled-rules or bundled-rules = false) "
+                     "and no --rules DIR or --target FILE is given");
+  std::map<std::string, RawTarget> raw;
+  std::map<std::string, std::string> replaced;  // name -> the file whose target it replaces
+  // A later layer's target replaces an earlier one of its name. One that
+  // "extends" its own name changes the target it replaces, key by key: the
+  // replaced description is its base (name, description and discovery too).
+  auto layer = [&](std::map<std::string, RawTarget> more) {
+    for (auto& [name, r] : more) {
+      auto it = raw.find(name);
+      if (it != raw.end()) {
+        replaced[name] = it->second.origin;
+        if (r.j.contains("extends") && r.j.at("extends") == name) {
+          json merged = it->second.j;
+          json child = r.j;
+          child.erase("extends");
+          mergeInto(merged, child);
+          r.j = std::move(merged);
+        }
+      }
+      raw[name] = std::move(r);
+    }
+  };
+  std::error_code ec;
+  if (rules.bundled) {
+    const std::string dir = rules.bundled_dir.empty() ? defaultRulesDir() : rules.bundled_dir;
+    fs::path targets = fs::path(dir) / "targets";
+    if (!fs::is_directory(targets, ec)) throw InputError(dir + ": no targets/ folder in the rules directory");
+    layer(readAll(targets.string()));
+  }
+  for (const auto& dir : rules.dirs) {
+    if (!fs::is_directory(dir, ec))
+      throw InputError(dir + (fs::exists(dir, ec) ? ": not a directory" : ": no such directory") +
+                       " (--rules takes a directory of target descriptions)");
+    fs::path targets = fs::path(dir) / "targets";
+    auto more = readAll(fs::is_directory(targets, ec) ? targets.string() : dir);
+    if (more.empty()) throw InputError(dir + ": no target descriptions (targets/*.json or *.json)");
+    layer(std::move(more));
+  }
+  std::map<std::string, std::string> from_files;
+  for (const auto& file : rules.files) {
+    if (!fs::exists(file, ec)) throw InputError(file + ": no such target file");
+    if (fs::is_directory(file, ec)) throw InputError(file + ": is a directory, expected a target file (.json)");
+    json j = readJson(file);
+    if (!j.contains("name") || !j.at("name").is_string() || j.at("name").get<std::string>().empty())
+      throw InputError(file + ": a target needs a non-empty \"name\"");
+    std::string name = j.at("name").get<std::string>();
+    if (auto it = from_files.find(name); it != from_files.end())
+      throw InputError(file + ": target name '" + name + "' is already used by " + it->second);
+    from_files[name] = file;
+    std::map<std::string, RawTarget> one;
+    one[name] = {std::move(j), file};
+    layer(std::move(one));
+  }
+  auto out = resolve(raw);
+  for (auto& t : out) {
+    t.file = raw.at(t.name).origin;
+    if (auto it = replaced.find(t.name); it != replaced.end()) t.replaces = it->second;
+  }
+  return out;
 }
 
 std::string defaultRulesDir() { return paths::rulesDir(); }

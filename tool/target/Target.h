@@ -165,7 +165,28 @@ struct Target {
   // model of yet ("unmodelled": why). `check DIR` says it is present and not
   // analysed, never that it is clean.
   std::string unmodelled;
+  // Where it was read from, and the file of the target of the same name it
+  // replaces ("" when none): a user's target over a bundled one (RuleSet).
+  std::string file;
+  std::string replaces;
 };
+
+// The target descriptions a run reads, as ruff and Semgrep take a user's
+// rules: the bundled rules directory (unless `bundled` is false), then each
+// of the user's directories in order, then single target files (`--target
+// FILE`). A target whose name was already read replaces that one (and says
+// so in Target::replaces); "extends" names any target of the set. A user's
+// directory holds targets/*.json as the bundled one does, or the *.json
+// files themselves, and may hold a selection/ folder.
+struct RuleSet {
+  bool bundled = true;
+  std::string bundled_dir;  // "": defaultRulesDir()
+  std::vector<std::string> dirs;
+  std::vector<std::string> files;
+};
+
+// A --target value that is a file, not a name: it ends in .json or holds a '/'.
+bool isTargetFile(const std::string& name_or_path);
 
 // Throws InputError with the file name and the JSON problem. A file with
 // "extends" is resolved against the other *.json files in its directory.
@@ -176,6 +197,13 @@ Target parseTarget(const std::string& json_text, const std::string& origin);
 // All targets in <dir>/targets/, "extends" resolved, sorted by name. InputError
 // for a duplicate name, an unknown base or an "extends" cycle.
 std::vector<Target> loadTargets(const std::string& dir);
+// Every target of the set, "extends" resolved, sorted by name. InputError for
+// a set with no directory at all, a directory with no target descriptions, a
+// duplicate name inside one directory or file list, and what loadTargets refuses.
+std::vector<Target> loadTargets(const RuleSet& rules);
+// The directories of the set in the order they are read (the bundled one
+// first when it is read), for what else they hold (selection/).
+std::vector<std::string> ruleDirs(const RuleSet& rules);
 // The rules/ directory: $LAYERGATE_RULES, else ../share/layergate/rules beside
 // the binary (installed), else the source tree it was built from (paths::rulesDir).
 std::string defaultRulesDir();
