@@ -25,6 +25,7 @@
 #include "cli/Output.h"
 #include "cli/Scan.h"
 #include "config/Config.h"
+#include "discover/FilesRegex.h"
 #include "jobs/Jobs.h"
 #include "jobs/Trace.h"
 #include "model/Errors.h"
@@ -338,8 +339,13 @@ int runRules() {
   return kExitClean;
 }
 
-int runTargets(const std::string& rules_dir) {
-  auto targets = target::loadTargets(rules_dir.empty() ? target::defaultRulesDir() : rules_dir);
+int runTargets(const std::string& rules_dir, bool files_regex) {
+  std::string dir = rules_dir.empty() ? target::defaultRulesDir() : rules_dir;
+  auto targets = target::loadTargets(dir);
+  if (files_regex) {
+    std::cout << discover::filesRegex(targets, target::loadChains(dir)) << "\n";
+    return kExitClean;
+  }
   for (const auto& t : targets) std::cout << fmt::format("{:<24} {}\n", t.name, t.description);
   return kExitClean;
 }
@@ -489,6 +495,11 @@ int main(int argc, char** argv) {
   auto* rules = app.add_subcommand("rules", "List every rule");
   auto* targets = app.add_subcommand("targets", "List the target descriptions in the rules directory");
   targets->add_option("--rules", rules_dir, "Rules directory")->type_name("DIR");
+  bool files_regex = false;
+  targets->add_flag("--files-regex", files_regex,
+                    "Print a regex (Python's re) of the repository paths whose change can change a verdict: the "
+                    "targets' gates, dispatches, chains, helper and env modules, bindings and configuration (for "
+                    "pre-commit's files: or a CI path filter)");
 
   // An unknown command is named as such (CLI11 would say "A subcommand is
   // required"): the first argument is the command, the top level takes only flags.
@@ -554,7 +565,7 @@ int main(int argc, char** argv) {
     }
     if (*explain) return runExplain(rule_id);
     if (*rules) return runRules();
-    if (*targets) return runTargets(rules_dir);
+    if (*targets) return runTargets(rules_dir, files_regex);
   } catch (const InputError& e) {
     std::cout.flush();
     std::cerr << "layergate: error: " << e.what() << "\n";
