@@ -643,11 +643,11 @@ TEST_F(Tree, BuildersIsWalkedAndWhatGitIgnoresIsNot) {
   vllm(root_ / "generated/vllm");                                    // ignored by the root's .gitignore
   copyFixture("vllm-fork-pcie", "custom_all_reduce.py", root_ / "python/old/custom_all_reduce.py");  // by python/.gitignore
   copyFixture("vllm-fork-pcie", "custom_all_reduce.cuh", root_ / "python/old/custom_all_reduce.cuh");
-  copyFixture("vllm-fork-pcie", "custom_all_reduce.cuh", root_ / "csrc/custom_all_reduce.cuh.orig");
+  copyFixture("vllm-fork-pcie", "custom_all_reduce.cuh", root_ / (kSglangCuh + ".orig"));
   put(root_ / ".gitignore", "generated/\n*.orig\n");
   put(root_ / "python/.gitignore", "old/\n");
   auto ignored = driver::gitIgnored(root_.string());
-  EXPECT_EQ(ignored, (std::set<std::string>{"csrc/custom_all_reduce.cuh.orig", "generated/", "python/old/"}));
+  EXPECT_EQ(ignored, (std::set<std::string>{"generated/", "python/old/", kSglangCuh + ".orig"}));
   discover::Options o;
   o.ignored = ignored;
   r = discover::discover(root_.string(), targets(), o);
