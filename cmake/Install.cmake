@@ -7,7 +7,8 @@
 #
 # The binary finds share/layergate relative to itself (/proc/self/exe), so a
 # prefix can be moved after installing; the build tree keeps using the source
-# tree. `cpack -G DEB` in the build directory writes layergate_<ver>_<arch>.deb.
+# tree. `cpack -G DEB` in the build directory writes layergate_<ver>_<arch>.deb
+# (and, for a build with debug info, its -dbgsym package).
 include(GNUInstallDirs)
 
 if(TARGET layergate)
@@ -46,6 +47,15 @@ else()
   endif()
   set(CPACK_DEBIAN_PACKAGE_DEPENDS
       "${LAYERGATE_DEB_LLVM_DEPENDS}libz3-4, libtree-sitter0, libfmt9, libstdc++6, libgcc-s1, libc6, ${LAYERGATE_DEB_HEADER_DEPENDS}")
+endif()
+# The package's binary is stripped (a third of its size is symbols and
+# debug info). Built with debug info (RelWithDebInfo, the default; Debug),
+# CPack splits it into layergate-dbgsym_<ver>_<arch>.ddeb, found by the
+# binary's build ID (/usr/lib/debug/.build-id/); without any, it just strips.
+if(CMAKE_BUILD_TYPE MATCHES "^(RelWithDebInfo|Debug)$")
+  set(CPACK_DEBIAN_DEBUGINFO_PACKAGE ON)
+else()
+  set(CPACK_STRIP_FILES ON)
 endif()
 set(CPACK_GENERATOR DEB)
 include(CPack)

@@ -65,16 +65,63 @@ cp "$fx/vllm-upstream/custom_all_reduce.py" "$vl/vllm/distributed/device_communi
 cp "$fx/vllm-upstream/custom_all_reduce.cuh" "$vl/csrc/"
 echo '#include "custom_all_reduce.cuh"' >"$vl/csrc/custom_all_reduce.cu"
 
-# The hook's files pattern must select the gate and the dispatch (pre-commit
-# uses Python's re.search on repository-relative paths).
+# The hook's files pattern is the one `layergate targets --files-regex` builds
+# from the targets, and selects every file an analysis of a fixture reads
+# (its gate, dispatch and chain, the modules the gate imports, the selection
+# layer; pre-commit uses Python's re.search on repository-relative paths).
+generated=$(layergate targets --files-regex)
+[ "$files_re" = "$generated" ] ||
+  fail "the hook's files pattern is not the generated one; regenerate it with: layergate targets --files-regex"
 python3 - "$files_re" <<'PY' || fail "hook files pattern '$files_re' does not select the right files"
 import re, sys
 r = re.compile(sys.argv[1])
 for p in ("python/sglang/srt/distributed/device_communicators/custom_all_reduce.py",
-          "sgl-kernel/csrc/allreduce/custom_all_reduce.cuh", "csrc/custom_all_reduce.cuh"):
+          "sgl-kernel/csrc/allreduce/custom_all_reduce.cuh", "csrc/custom_all_reduce.cuh", "csrc/custom_all_reduce.cu",
+          "python/sglang/srt/distributed/device_communicators/custom_all_reduce_utils.py",
+          "vllm/distributed/device_communicators/all_reduce_utils.py", "vllm/envs.py", "python/sglang/srt/environ.py",
+          "python/sglang/srt/distributed/device_communicators/custom_all_reduce_v2.py",
+          "vllm/distributed/device_communicators/quick_all_reduce.py", "csrc/torch_bindings.cpp",
+          "sgl-kernel/csrc/common_extension.cc", ".layergate.toml", "sub/pyproject.toml"):
     assert r.search(p), p
-for p in ("csrc/custom_all_reduce.cu", "tests/test_custom_all_reduce.py", "custom_all_reduce.pyc"):
+for p in ("tests/test_custom_all_reduce.py", "custom_all_reduce.pyc", "README.md", "csrc/attention_kernels.cu",
+          "vllm/model_executor/layers/linear.py"):
     assert not r.search(p), p
+PY
+python3 - "$lg" "$root/fixtures" "$files_re" <<'PY' || fail "hook files pattern misses files the fixtures' analyses read"
+import json, os, re, subprocess, sys, tempfile
+from concurrent.futures import ThreadPoolExecutor
+lg, fixtures, r = sys.argv[1], sys.argv[2], re.compile(sys.argv[3])
+def read_by(fx):  # the root-relative files an analysis of fixture fx reads
+    d = os.path.join(fixtures, fx)
+    if not os.path.isfile(os.path.join(d, "expect.json")):
+        return fx, []
+    with tempfile.TemporaryDirectory() as t:
+        trace = os.path.join(t, "trace.json")
+        p = subprocess.run([lg, "check", ".", "--format", "json", "--time-trace", trace], cwd=d,
+                           capture_output=True, text=True, timeout=300)
+        if p.returncode not in (0, 1):
+            return fx, []
+        files, routed = set(), set()
+        for a in json.loads(p.stdout)["analyses"]:
+            if a["layout"].get("dispatch_found", "").startswith("route:"):
+                # an op library the gate routes to (its package, its sources): the fork's own names
+                routed.update(os.path.dirname(f) for f in a["inputs"]["cpp"])
+                continue
+            files.update(a["inputs"]["python"] + a["inputs"]["cpp"])
+        for s in json.loads(p.stdout).get("selection_layers", []):
+            files.add(s["file"])
+        for e in json.load(open(trace))["traceEvents"]:
+            if e.get("name") in ("Python frontend", "Walk module", "Import", "C++ frontend"):
+                files.add(e["args"]["detail"])
+    root = os.path.realpath(d)
+    rel = {os.path.relpath(os.path.realpath(os.path.join(d, f)), root) for f in files}
+    routed = {os.path.relpath(os.path.realpath(os.path.join(d, f)), root) for f in routed}
+    return fx, sorted(f for f in rel if not f.startswith("..") and os.path.dirname(f) not in routed)
+with ThreadPoolExecutor(2) as ex:
+    read = list(ex.map(read_by, sorted(os.listdir(fixtures))))
+assert sum(len(f) for _, f in read) > 200, read  # the fixtures were analysed
+missed = [f"{fx}: {f}" for fx, files in read for f in files if not r.search(f)]
+assert not missed, "\n".join(missed)
 PY
 
 run() {  # run DIR EXPECTED_STATUS COMMAND -> output in $tmp/out

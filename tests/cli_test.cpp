@@ -2,6 +2,7 @@
 // bad input, --help, explain, and the JSON shape scripts rely on.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <map>
 #include <set>
 #include <nlohmann/json.hpp>
@@ -759,4 +760,43 @@ TEST(Cli, FixKeepsCrlfLineEndings) {
     EXPECT_NE(after.find(unsafe ? "} else {" : "return False  # layergate LG001"), std::string::npos) << after;
     fs::remove_all(dir);
   }
+}
+
+// The precompiled prelude goes to LAYERGATE_CACHE_DIR (a CI cache step keeps
+// that folder), and writing one evicts the least recently used beyond the
+// bound (8 files), and a partial file a killed build left, but nothing used
+// in the last minutes.
+TEST(Cli, PreludeCacheFollowsLayergateCacheDirAndStaysBounded) {
+  fs::path cache = fs::temp_directory_path() / ("lg_cache_" + std::to_string(getpid()));
+  fs::remove_all(cache);
+  fs::create_directories(cache);
+  const auto now = fs::file_time_type::clock::now();
+  auto fake = [&](const std::string& name, std::chrono::hours age) {
+    std::ofstream(cache / name) << "stale";
+    fs::last_write_time(cache / name, now - age);
+  };
+  for (int i = 0; i < 12; ++i) fake("prelude-old" + std::to_string(i) + ".pch", std::chrono::hours(24 * (i + 1)));
+  fake("prelude-dead.pch.tmp-12345678", std::chrono::hours(2));
+  std::ofstream(cache / "prelude-fresh.pch") << "in use";  // written just now: another run's
+  std::ofstream(cache / "notes.txt") << "not ours";
+  CliRun r = lgtest::runCli(check("seed-force-pcie/custom_all_reduce.py", "seed-force-pcie/custom_all_reduce.cuh"),
+                            LAYERGATE_FIXTURES, 300,
+                            "env -u LAYERGATE_NO_PCH LAYERGATE_CACHE_DIR=" + quote(cache.string()) + " ");
+  EXPECT_EQ(r.status, 1) << r.err;
+  std::set<std::string> left;
+  for (const auto& e : fs::directory_iterator(cache)) left.insert(e.path().filename().string());
+  std::vector<std::string> written;
+  for (const auto& n : left)
+    if (n.rfind("prelude-", 0) == 0 && n.find("old") == std::string::npos && n != "prelude-fresh.pch") written.push_back(n);
+  ASSERT_FALSE(written.empty()) << "no prelude PCH written to LAYERGATE_CACHE_DIR";
+  for (const auto& n : written) EXPECT_GT(fs::file_size(cache / n), 1000u) << n;
+  // The new PCHs and the fresh one, then the newest old ones up to 8 in all.
+  std::size_t kept_old = 8 > written.size() + 1 ? 8 - written.size() - 1 : 0;
+  for (int i = 0; i < 12; ++i)
+    EXPECT_EQ(left.count("prelude-old" + std::to_string(i) + ".pch"), static_cast<std::size_t>(i) < kept_old ? 1u : 0u)
+        << i << " (" << written.size() << " written)";
+  EXPECT_TRUE(left.count("prelude-fresh.pch"));
+  EXPECT_FALSE(left.count("prelude-dead.pch.tmp-12345678"));
+  EXPECT_TRUE(left.count("notes.txt"));
+  fs::remove_all(cache);
 }

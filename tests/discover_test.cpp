@@ -9,14 +9,18 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 
 #include "CliRunner.h"
+#include "cli/GitIgnored.h"
 #include "cli/Scan.h"
 #include "discover/Discover.h"
+#include "discover/FilesRegex.h"
 #include "model/Errors.h"
+#include "target/Chains.h"
 #include "target/Target.h"
 
 namespace fs = std::filesystem;
@@ -135,11 +139,39 @@ TEST(MatchSuffix, GlobsWithinAComponentAndDoubleStarAcrossComponents) {
 }
 
 TEST(SkippedDirs, VcsBuildAndVendoredTrees) {
-  for (const char* d : {".git", ".venv", "build", "build-asan", "node_modules", "__pycache__", "third_party",
-                        "3rdparty", "site-packages", "foo.egg-info"})
+  for (const char* d : {".git", ".venv", "build", "build-asan", "build_release", "cmake-build-debug", "node_modules",
+                        "__pycache__", "third_party", "3rdparty", "site-packages", "foo.egg-info"})
     EXPECT_TRUE(discover::isSkippedDirName(d)) << d;
-  for (const char* d : {"csrc", "python", "sgl-kernel", "vllm", "include", "allreduce"})
+  // Words that start with "build" and are no build tree.
+  for (const char* d : {"csrc", "python", "sgl-kernel", "vllm", "include", "allreduce", "builders", "buildkite",
+                        "building", "cmake-builders"})
     EXPECT_FALSE(discover::isSkippedDirName(d)) << d;
+}
+
+// --- which files can change a verdict -------------------------------------------
+
+TEST(FilesRegex, PatternsBecomePathSuffixRegexes) {
+  EXPECT_EQ(discover::patternRegex("sgl-kernel/**/custom_all_reduce.cuh"), "sgl-kernel/(.*/)?custom_all_reduce\\.cuh");
+  EXPECT_EQ(discover::patternRegex("platforms/*.py"), "platforms/[^/]*\\.py");
+  EXPECT_EQ(discover::patternRegex("x?[!ab].h"), "x[^/][^ab]\\.h");
+}
+
+TEST_F(Tree, FilesRegexSelectsWhatTheBundledTargetsRead) {
+  std::string re = discover::filesRegex(targets(), target::loadChains(target::defaultRulesDir()));
+  std::regex r(re);
+  for (const char* p : {"python/sglang/srt/distributed/device_communicators/custom_all_reduce.py",
+                        "python/sglang/srt/distributed/device_communicators/custom_all_reduce_utils.py",
+                        "python/sglang/srt/distributed/device_communicators/custom_all_reduce_v2.py",
+                        "python/sglang/srt/distributed/device_communicators/configs/custom_all_reduce_v2.py",
+                        "python/sglang/kernels/ops/communication/all_reduce.py", "python/sglang/srt/environ.py",
+                        "vllm/envs.py", "vllm/platforms/cuda.py", "vllm/distributed/device_communicators/quick_all_reduce.py",
+                        "csrc/quickreduce/quick_reduce.h", "csrc/custom_all_reduce.cu", "kernels/all_reduce/custom_all_reduce.muh",
+                        "csrc/torch_bindings.cpp", "sgl-kernel/csrc/common_extension.cc", "vllm/_custom_ops.py",
+                        "python/sglang/srt/distributed/parallel_state.py", ".layergate.toml", "pyproject.toml"})
+    EXPECT_TRUE(std::regex_search(p, r)) << p;
+  for (const char* p : {"README.md", "tests/test_custom_all_reduce.py", "custom_all_reduce.pyc", "xcustom_all_reduce.py",
+                        "vllm/model_executor/layers/linear.py", "csrc/attention_kernels.cu", "other/_custom_ops.py"})
+    EXPECT_FALSE(std::regex_search(p, r)) << p;
 }
 
 // --- matching without a file system -------------------------------------------
@@ -592,6 +624,54 @@ TEST_F(Tree, DistPackageIsWalkedAndABuildDistIsNot) {
   ASSERT_EQ(r.units.size(), 2u);
   EXPECT_EQ(r.units[0].target, "custom-allreduce");
   EXPECT_EQ(r.units[1].target, "quick-allreduce");
+}
+
+// A package named builders/ is walked (only build trees by their usual
+// names are skipped); what the checkout's .gitignore files leave out (the
+// root's and a nested one) is not, and --verbose says so.
+TEST_F(Tree, BuildersIsWalkedAndWhatGitIgnoresIsNot) {
+  vllm(root_ / "builders/vllm");
+  auto r = discover::discover(root_.string(), targets());
+  ASSERT_EQ(r.units.size(), 1u);
+  EXPECT_EQ(r.units[0].target, "vllm-csrc");
+  EXPECT_EQ(r.units[0].python_files, std::vector<std::string>{"builders/vllm/" + kVllmPy});
+  EXPECT_TRUE(driver::gitIgnored(root_.string()).empty());  // not a checkout: the built-in skips alone
+  fs::remove_all(root_ / "builders");
+
+  if (std::system(("git -C " + quote(root_.string()) + " init -q 2>/dev/null").c_str()) != 0) GTEST_SKIP() << "no git";
+  sglang(root_);
+  vllm(root_ / "generated/vllm");                                    // ignored by the root's .gitignore
+  copyFixture("vllm-fork-pcie", "custom_all_reduce.py", root_ / "python/old/custom_all_reduce.py");  // by python/.gitignore
+  copyFixture("vllm-fork-pcie", "custom_all_reduce.cuh", root_ / "python/old/custom_all_reduce.cuh");
+  copyFixture("vllm-fork-pcie", "custom_all_reduce.cuh", root_ / (kSglangCuh + ".orig"));
+  put(root_ / ".gitignore", "generated/\n*.orig\n");
+  put(root_ / "python/.gitignore", "old/\n");
+  auto ignored = driver::gitIgnored(root_.string());
+  EXPECT_EQ(ignored, (std::set<std::string>{"generated/", "python/old/", kSglangCuh + ".orig"}));
+  discover::Options o;
+  o.ignored = ignored;
+  r = discover::discover(root_.string(), targets(), o);
+  ASSERT_EQ(r.units.size(), 1u);
+  EXPECT_EQ(r.units[0].target, "sglang-sgl-kernel");
+  for (const auto& c : r.candidates)
+    EXPECT_TRUE(c.rfind("generated/", 0) != 0 && c.rfind("python/old/", 0) != 0) << c;
+  EXPECT_NE(std::find(r.notes.begin(), r.notes.end(),
+                      "2 paths skipped by .gitignore (git ls-files --ignored): generated/, python/old/"),
+            r.notes.end())
+      << ::testing::PrintToString(r.notes);
+  // Without them: the vLLM checkout under generated/ is a second unit.
+  EXPECT_EQ(discover::discover(root_.string(), targets()).units.size(), 2u);
+
+  CliRun cli = runCli("check . --verbose --color never", root_);
+  EXPECT_EQ(cli.status, 1) << cli.err;
+  EXPECT_NE(cli.out.find("layergate: note: 2 paths skipped by .gitignore (git ls-files --ignored): generated/, python/old/\n"),
+            std::string::npos)
+      << cli.out;
+  EXPECT_EQ(cli.out.find("generated/vllm/"), std::string::npos) << cli.out;
+  // A tree named on the command line is scanned even where git ignores it.
+  EXPECT_TRUE(driver::gitIgnored((root_ / "generated/vllm").string()).empty());
+  cli = runCli("check generated/vllm --color never", root_);
+  EXPECT_EQ(cli.status, 0) << cli.out << cli.err;
 }
 
 // The pre-merge lineage of vLLM's custom all-reduce spelled the class

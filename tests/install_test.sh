@@ -8,7 +8,8 @@
 #  2. where dpkg-deb is available: `cpack -G DEB`, then the package's Depends
 #     (every linked library's Debian package, plus the header packages the C++
 #     frontend parses with) and file list, and the binary run from the package
-#     unpacked with `dpkg -x` into a fresh root.
+#     unpacked with `dpkg -x` into a fresh root; the binary there is stripped,
+#     its debug info in the -dbgsym package when the build has any.
 # Usage: install_test.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 build=$1 root=$2
@@ -89,5 +90,14 @@ for f in ./usr/bin/layergate ./usr/share/layergate/rules/targets/vllm-csrc.json 
 done
 ! grep -q '/build\|fixtures/\|\.git/' "$tmp/files" || fail "build outputs or fixtures in the package"
 dpkg -x "$deb" "$tmp/root"
+# Stripped, its debug info (for a build that has some) in the -dbgsym package
+# under the binary's build ID.
+! readelf -S "$tmp/root/usr/bin/layergate" | grep -qE '\.(symtab|debug_info)' || fail "the .deb's binary is not stripped"
+if readelf -S "$build/tool/layergate" | grep -q '\.debug_info'; then
+  dbg=$(ls "$tmp"/pkg/layergate-dbgsym_*.ddeb 2>/dev/null) || fail "no -dbgsym package for a build with debug info: $(ls "$tmp/pkg")"
+  id=$(readelf -n "$tmp/root/usr/bin/layergate" | sed -nE 's/.*Build ID: ([0-9a-f]+).*/\1/p')
+  [ -n "$id" ] || fail "the binary has no build ID"
+  dpkg-deb -c "$dbg" | grep -q "usr/lib/debug/.build-id/${id:0:2}/${id:2}.debug" || fail "$dbg has no debug info for build ID $id"
+fi
 check_prefix "$tmp/root/usr"
 echo "install_test: $(basename "$deb") ok (Depends: $depends)"

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "cli/GitIgnored.h"
 #include "jobs/Jobs.h"
 #include "jobs/Trace.h"
 #include "model/Errors.h"
@@ -127,6 +128,7 @@ ScanResult scan(const ScanRequest& req) {
   auto targets = target::loadTargets(rules);
 
   discover::Options dopt = req.discover;
+  if (dopt.ignored.empty()) dopt.ignored = gitIgnored(req.root);
   if (req.base.settings && !req.base.settings->exclude.value.empty() && !dopt.exclude) {
     auto settings = req.base.settings;
     std::string root = req.root;

@@ -28,6 +28,7 @@
 #include "cli/Scan.h"
 #include "config/Config.h"
 #include "gates/Gates.h"
+#include "discover/FilesRegex.h"
 #include "jobs/Jobs.h"
 #include "jobs/Trace.h"
 #include "model/Errors.h"
@@ -384,9 +385,13 @@ int runRules() {
 }
 
 // The targets in force, a user's marked with its file (and the one it replaces).
-int runTargets(const target::RuleSet& rules) {
+int runTargets(const target::RuleSet& rules, bool files_regex) {
   auto targets = target::loadTargets(rules);
   const std::string bundled = rules.bundled_dir.empty() ? target::defaultRulesDir() : rules.bundled_dir;
+  if (files_regex) {
+    std::cout << discover::filesRegex(targets, target::loadChains(bundled)) << "\n";
+    return kExitClean;
+  }
   for (const auto& t : targets) {
     std::string whose;
     if (!rules.bundled || t.file.rfind(bundled, 0) != 0)
@@ -564,6 +569,11 @@ int main(int argc, char** argv) {
       ->type_name("DIR")
       ->allow_extra_args(false);
   targets->add_flag("--no-bundled-rules", no_bundled_rules, "List only the --rules directories' targets");
+  bool files_regex = false;
+  targets->add_flag("--files-regex", files_regex,
+                    "Print a regex (Python's re) of the repository paths whose change can change a verdict: the "
+                    "targets' gates, dispatches, chains, helper and env modules, bindings and configuration (for "
+                    "pre-commit's files: or a CI path filter)");
 
   // An unknown command is named as such (CLI11 would say "A subcommand is
   // required"): the first argument is the command, the top level takes only flags.
@@ -632,7 +642,7 @@ int main(int argc, char** argv) {
     }
     if (*explain) return runExplain(rule_id);
     if (*rules) return runRules();
-    if (*targets) return runTargets(target::RuleSet{!no_bundled_rules, "", rules_dirs, {}});
+    if (*targets) return runTargets(target::RuleSet{!no_bundled_rules, "", rules_dirs, {}}, files_regex);
   } catch (const InputError& e) {
     std::cout.flush();
     std::cerr << "layergate: error: " << e.what() << "\n";

@@ -4,6 +4,8 @@
 #include "cpp/CppFrontendImpl.h"
 
 #include <algorithm>
+#include <chrono>
+#include <filesystem>
 #include <mutex>
 #include <regex>
 #include <sstream>
@@ -189,12 +191,60 @@ class PchToolAct : public tooling::ToolAction {
   std::string out_;
 };
 
+// LAYERGATE_CACHE_DIR names the folder itself (a CI cache step keeps it
+// between jobs); else the user's cache directory.
 std::string cacheDir() {
+  if (const char* d = std::getenv("LAYERGATE_CACHE_DIR"); d && *d) return d;
   std::string base;
   if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) base = x;
   else if (const char* h = std::getenv("HOME"); h && *h) base = std::string(h) + "/.cache";
   else base = "/tmp/layergate-" + std::to_string(getuid());
   return base + "/layergate";
+}
+
+// Each set of compile options (a target's -std, -D and -I folders, which
+// name the checkout) has a PCH of its own, ~10-15 MB: without a bound the
+// folder grows by one per checkout and per clang or stub change. When one
+// is written, the least recently used beyond kKeepPreludes or kKeepBytes go
+// (a hit refreshes a file's time), and a partial file a killed build left;
+// a file used in the last minutes stays whatever the bound, since another
+// analysis may be about to load it.
+constexpr std::size_t kKeepPreludes = 8;
+constexpr std::uintmax_t kKeepBytes = 256u << 20;
+constexpr auto kInUse = std::chrono::minutes(10);
+
+void evictPreludes(const std::string& dir, const std::string& keep) {
+  namespace fs = std::filesystem;
+  struct Entry {
+    fs::path path;
+    fs::file_time_type time;
+    std::uintmax_t bytes;
+  };
+  std::vector<Entry> pchs;
+  std::error_code ec;
+  const auto now = fs::file_time_type::clock::now();
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::string name = it->path().filename().string();
+    if (name.rfind("prelude-", 0) != 0 || !it->is_regular_file(ec)) continue;
+    auto time = it->last_write_time(ec);
+    if (ec) continue;
+    if (name.find(".pch.tmp-") != std::string::npos) {
+      if (now - time > std::chrono::hours(1)) fs::remove(it->path(), ec);
+      continue;
+    }
+    if (name.size() < 4 || name.compare(name.size() - 4, 4, ".pch") != 0) continue;
+    pchs.push_back({it->path(), time, it->file_size(ec)});
+  }
+  std::sort(pchs.begin(), pchs.end(), [](const Entry& a, const Entry& b) { return a.time > b.time; });
+  std::size_t count = 0;
+  std::uintmax_t bytes = 0;
+  for (const auto& e : pchs) {
+    ++count;
+    bytes += e.bytes;
+    bool within = count <= kKeepPreludes && bytes <= kKeepBytes;
+    if (within || e.path == fs::path(keep) || now - e.time < kInUse) continue;
+    fs::remove(e.path, ec);
+  }
 }
 
 }  // namespace
@@ -217,13 +267,18 @@ std::string preludePch(const ParseOptions& o, const std::string& stubs) {
   snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(llvm::xxh3_64bits(key)));
   std::string dir = cacheDir();
   std::string out = dir + "/prelude-" + hex + ".pch";
-  if (llvm::sys::fs::exists(out)) return out;
+  auto used = [&] {  // least recently used goes first (evictPreludes)
+    std::error_code ec;
+    std::filesystem::last_write_time(out, std::filesystem::file_time_type::clock::now(), ec);
+    return out;
+  };
+  if (llvm::sys::fs::exists(out)) return used();
   // Built once per process (analyses run side by side); other processes may
   // build it at the same time: each writes a file of its own and renames it
   // into place, so a reader sees a whole PCH or none.
   static std::mutex building;
   std::lock_guard<std::mutex> lock(building);
-  if (llvm::sys::fs::exists(out)) return out;
+  if (llvm::sys::fs::exists(out)) return used();
   if (llvm::sys::fs::create_directories(dir)) return {};
   llvm::SmallString<256> unique;
   if (llvm::sys::fs::createUniqueFile(out + ".tmp-%%%%%%%%", unique)) return {};
@@ -238,6 +293,7 @@ std::string preludePch(const ParseOptions& o, const std::string& stubs) {
     llvm::sys::fs::remove(tmp);
     return {};
   }
+  evictPreludes(dir, out);
   return out;
 }
 

@@ -218,6 +218,7 @@ void walk(const std::string& root, const Options& o, const std::function<bool(co
     int depth;
   };
   std::vector<Dir> stack{{"", 0}};
+  std::vector<std::string> ignored;  // what .gitignore left out that the walk would have entered or kept
   while (!stack.empty()) {
     Dir d = std::move(stack.back());
     stack.pop_back();
@@ -253,6 +254,10 @@ void walk(const std::string& root, const Options& o, const std::function<bool(co
             closedir(sub);
           }
         if ((isSkippedDirName(name) && !package) || (o.exclude && o.exclude(rel))) continue;
+        if (o.ignored.count(rel + "/")) {
+          ignored.push_back(rel + "/");
+          continue;
+        }
         if (d.depth + 1 > o.max_depth) {
           r.notes.push_back(rel + ": deeper than " + std::to_string(o.max_depth) + " levels, skipped " +
                             limitHint("max-dir-depth"));
@@ -263,6 +268,10 @@ void walk(const std::string& root, const Options& o, const std::function<bool(co
       }
       if (type != DT_REG && type != DT_LNK) continue;  // sockets, fifos, devices
       if (o.exclude && o.exclude(rel)) continue;
+      if (o.ignored.count(rel)) {
+        if (keep(name)) ignored.push_back(rel);  // (only names a target may read: the others say nothing)
+        continue;
+      }
       // A symlink counts as a file only when it points at one; a symlinked
       // directory is never entered.
       if (++r.files_seen > o.max_files) {
@@ -282,6 +291,17 @@ void walk(const std::string& root, const Options& o, const std::function<bool(co
     // notes' order depends on it: the kept files are sorted afterwards).
     std::sort(subdirs.begin(), subdirs.end(), [](const Dir& a, const Dir& b) { return a.rel > b.rel; });
     for (auto& s : subdirs) stack.push_back(std::move(s));
+  }
+  // A gate kept in an ignored folder is not looked for: say so, so that
+  // "no layered gate found" can be traced to the .gitignore.
+  if (!ignored.empty()) {
+    std::sort(ignored.begin(), ignored.end());
+    constexpr std::size_t kNamed = 5;
+    std::string names;
+    for (std::size_t i = 0; i < ignored.size() && i < kNamed; ++i) names += (i ? ", " : "") + ignored[i];
+    if (ignored.size() > kNamed) names += ", ...";
+    r.notes.push_back(std::to_string(ignored.size()) + (ignored.size() == 1 ? " path" : " paths") +
+                      " skipped by .gitignore (git ls-files --ignored): " + names);
   }
 }
 
@@ -564,7 +584,12 @@ std::vector<std::string> extensionVariants(const std::vector<std::string>& patte
 
 bool isSkippedDirName(const std::string& name) {
   if (name.empty() || name[0] == '.') return true;  // .git, .hg, .venv, .tox, .cache, ...
-  if (name.rfind("build", 0) == 0 || name.rfind("cmake-build", 0) == 0) return true;
+  // Build trees by their usual names (build, build-asan, build_release,
+  // cmake-build-debug), not every word that starts with "build" (a builders/
+  // package may hold a gate).
+  if (name == "build" || name.rfind("build-", 0) == 0 || name.rfind("build_", 0) == 0 ||
+      name.rfind("cmake-build-", 0) == 0)
+    return true;
   static const std::set<std::string> skipped = {
       "node_modules", "__pycache__", "third_party", "third-party", "thirdparty", "3rdparty",
       "vendor",       "vendored",    "external",    "externals",   "site-packages", "dist-packages",

@@ -4,12 +4,14 @@
 // Takes: a root directory and the targets. Returns: the units to analyse (a
 // target with its Python gate and C++ dispatch files, paths relative to the
 // root, '/'-separated), sorted. Never follows a symlinked directory (so a
-// symlink loop cannot hang the walk), skips VCS, build and vendored trees, and
-// stops with an InputError past Options::max_files.
+// symlink loop cannot hang the walk), skips VCS, build and vendored trees and
+// what the checkout's .gitignore leaves out (Options::ignored), and stops with
+// an InputError past Options::max_files.
 #pragma once
 
 #include <cstddef>
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -23,6 +25,12 @@ struct Options {
   // The configuration's `exclude`: a root-relative file or directory the walk
   // leaves out (an excluded directory is not entered; its files are not counted).
   std::function<bool(const std::string& rel)> exclude;
+  // What git ignores under the root (.gitignore files, .git/info/exclude):
+  // root-relative paths, a directory's with a trailing '/' (as `git ls-files
+  // --ignored --directory` lists them). The walk leaves them out and says
+  // how many in a note. Empty outside a git checkout: the built-in skips
+  // (isSkippedDirName) are then all there is.
+  std::set<std::string> ignored;
 };
 
 // One analysis to run.
@@ -103,8 +111,9 @@ std::vector<std::string> walkFiles(const std::string& root, const Options& optio
                                    const std::function<bool(const std::string& name)>& keep,
                                    std::vector<std::string>* notes = nullptr);
 
-// Directory names the walk never enters (dot-directories, build*, vendored
-// trees such as third_party, node_modules, __pycache__, site-packages).
+// Directory names the walk never enters (dot-directories, build outputs:
+// build, build-*, build_*, cmake-build-*, but not builders/ or buildkite/;
+// vendored trees such as third_party, node_modules, __pycache__, site-packages).
 bool isSkippedDirName(const std::string& name);
 
 // Matches a pattern against the end of a root-relative path, a component at a

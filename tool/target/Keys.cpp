@@ -21,7 +21,7 @@ const json& schema() {
   static const json s = json::parse(R"({
     "name": null, "description": null, "platform": null, "extends": null, "unmodelled": null,
     "discovery": {"python": null, "cpp": null, "requires": null, "chain": {"python": null, "cpp": null},
-                  "same_root": null, "fallback": null},
+                  "same_root": null, "fallback": null, "reads": null},
     "python": {"classes": null, "per_call_methods": null, "enabling": {"attribute": null, "value": null},
                "probes": null, "platform_flags": null, "values": null, "bool_env_helpers": null,
                "env_modules": null, "outputs": null, "selection": null,

@@ -290,6 +290,7 @@ Target fromJson(const json& j, const std::string& origin) {
     t.discovery.chain_cpp = strings(chain, "cpp", origin);
     t.discovery.same_root = d.value("same_root", true);
     t.discovery.fallback = d.value("fallback", false);
+    t.discovery.reads = strings(d, "reads", origin);
 
     const json& p = object(j, "python", origin);
     t.python.class_names = strings(p, "classes", origin);

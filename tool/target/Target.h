@@ -143,6 +143,10 @@ struct Discovery {
   // root: the op wrapper module (Python), the .cu entry and the bindings (C++).
   std::vector<std::string> chain_python;
   std::vector<std::string> chain_cpp;
+  // Other files the analysis reads when the gate imports them (helper, env
+  // and platform modules, an op module found by import): patterns as above,
+  // used only for `layergate targets --files-regex`, never to find a gate.
+  std::vector<std::string> reads;
 };
 
 struct Target {
