@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 
 #include "checks/Check.h"
 #include "cli/Allocator.h"
@@ -154,6 +155,7 @@ void configure(CheckArgs& a) {
   auto s = std::make_shared<config::Settings>(config::resolve(startPath(a), a.overrides));
   a.fail_on = s->fail_on.value;
   a.req.solve.max_world_size = s->max_world_size.value;
+  a.req.solve.rlimit = s->solver_rlimit.value;
   a.req.strict = s->strict.value;
   a.req.rules_dir = s->rules_dir.value;
   a.req.settings = s;
@@ -398,7 +400,15 @@ int main(int argc, char** argv) {
       ->type_name("N");
   check->add_option("--max-files", ca.max_files, "With a directory: stop with an error past this many files")->capture_default_str();
   check->add_option("--rules", rules_dir, "Rules directory (default: $LAYERGATE_RULES or the bundled rules/)")->type_name("DIR");
-  check->add_option("--timeout-ms", ca.req.solve.timeout_ms, "Solver time limit per query, in milliseconds")->capture_default_str();
+  check->add_option("--solver-rlimit", ca.req.solve.rlimit,
+                    "Z3's resource limit per query (steps, not time: the same verdict on every machine and with any "
+                    "--jobs); a query past it is reported as LG007")
+      ->check(CLI::Range(1u, std::numeric_limits<unsigned>::max()))
+      ->type_name("N")
+      ->capture_default_str();
+  // Replaced by --solver-rlimit: a time limit made verdicts depend on the machine's load.
+  std::string timeout_ms;
+  check->add_option("--timeout-ms", timeout_ms)->group("");
   check->add_option("--max-world-size", ca.req.solve.max_world_size, "Largest world size in the configuration matrix")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
@@ -527,6 +537,10 @@ int main(int argc, char** argv) {
       if (given("--config")) ov.config_file = config_file;
       if (given("--fail-on")) ov.fail_on = ca.fail_on;
       if (given("--max-world-size")) ov.max_world_size = ca.req.solve.max_world_size;
+      if (given("--solver-rlimit")) ov.solver_rlimit = ca.req.solve.rlimit;
+      if (given("--timeout-ms"))
+        throw InputError("--timeout-ms is gone: the solver's limit is --solver-rlimit N (Z3's resource limit per query, "
+                         "the same verdict on every machine)");
       if (given("--strict")) ov.strict = true;
       if (given("--rules")) ov.rules_dir = rules_dir;
       ca.command = driver::commandLine(argc, argv);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -49,7 +50,7 @@ std::size_t editDistance(const std::string& a, const std::string& b) {
 
 const std::vector<std::string>& knownKeys() {
   static const std::vector<std::string> keys = {"select", "ignore",  "severity", "fail-on",         "max-world-size",
-                                                "strict", "rules",   "exclude",  "per-file-ignores"};
+                                                "solver-rlimit", "strict", "rules", "exclude", "per-file-ignores"};
   return keys;
 }
 
@@ -84,6 +85,11 @@ class Reader {
         if (!i || i->get() < 1 || i->get() > 64)
           fail(v.source(), "'max-world-size' must be an integer from 1 to 64");
         s_.max_world_size = {static_cast<int>(i->get()), at};
+      } else if (key == "solver-rlimit") {
+        const auto* i = v.as_integer();
+        if (!i || i->get() < 1 || i->get() > std::numeric_limits<unsigned>::max())
+          fail(v.source(), fmt::format("'solver-rlimit' must be an integer from 1 to {}", std::numeric_limits<unsigned>::max()));
+        s_.solver_rlimit = {static_cast<unsigned>(i->get()), at};
       } else if (key == "strict") {
         const auto* b = v.as_boolean();
         if (!b) fail(v.source(), "'strict' must be true or false");
@@ -351,6 +357,7 @@ Settings resolve(const std::string& start, const Overrides& o) {
   if (o.ignore) s.cli_ignore = {checked(*o.ignore, "--ignore"), cl};
   if (o.fail_on) s.fail_on = {*o.fail_on, cl};
   if (o.max_world_size) s.max_world_size = {*o.max_world_size, cl};
+  if (o.solver_rlimit) s.solver_rlimit = {*o.solver_rlimit, cl};
   if (o.strict && *o.strict) s.strict = {true, cl};
   if (o.rules_dir) s.rules_dir = {fs::absolute(*o.rules_dir, ec).lexically_normal().string(), cl};
   return s;
@@ -376,6 +383,7 @@ std::string describe(const Settings& s) {
     row("severity." + code, fmt::format("\"{}\"", model::severityName(sev.value)), sev.origin);
   row("fail-on", "\"" + s.fail_on.value + "\"", s.fail_on.origin);
   row("max-world-size", std::to_string(s.max_world_size.value), s.max_world_size.origin);
+  row("solver-rlimit", std::to_string(s.solver_rlimit.value), s.solver_rlimit.origin);
   row("strict", s.strict.value ? "true" : "false", s.strict.origin);
   row("rules", s.rules_dir.value.empty() ? "(bundled)" : "\"" + s.rules_dir.value + "\"", s.rules_dir.origin);
   row("exclude", list(s.exclude.value), s.exclude.origin);

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "model/Model.h"
+#include "solve/Solver.h"
 
 namespace layergate::config {
 
@@ -50,6 +51,7 @@ struct Settings {
   std::map<std::string, Setting<model::Severity>> severity;  // rule code -> severity
   Setting<std::string> fail_on{"error"};
   Setting<int> max_world_size{8};
+  Setting<unsigned> solver_rlimit{solve::kDefaultRlimit};  // Z3's resource limit per query
   Setting<bool> strict{false};
   Setting<std::string> rules_dir;  // "" = the bundled rules (or $LAYERGATE_RULES)
   Setting<std::vector<std::string>> exclude;
@@ -73,6 +75,7 @@ struct Overrides {
   std::optional<std::vector<std::string>> select, ignore;
   std::optional<std::string> fail_on;
   std::optional<int> max_world_size;
+  std::optional<unsigned> solver_rlimit;
   std::optional<bool> strict;
   std::optional<std::string> rules_dir;
 };
