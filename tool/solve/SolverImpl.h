@@ -508,7 +508,8 @@ struct Solver::Impl {
     std::string r = s.reason_unknown();
     // Nothing else interrupts a check (no timer, no signal handler): a
     // canceled one reached its resource limit.
-    if (r.find("resource limit") != std::string::npos || r.find("canceled") != std::string::npos)
+    // A limit reached before the search starts leaves the bare "unknown".
+    if (r.find("resource limit") != std::string::npos || r.find("canceled") != std::string::npos || r == "unknown")
       return "Z3 reached its resource limit (rlimit " + std::to_string(opt.rlimit) + " per query)";
     return "Z3 gave up (" + r + ")";
   }
