@@ -166,6 +166,12 @@ model::Finding gapFinding(const RuleInfo& rule, const solve::Gap& gap, const Che
   return f;
 }
 
+std::string undecidedAdvice(const std::string& why) {
+  if (why.find("wall-clock") != std::string::npos)
+    return "; simplify the gate condition it names, or run again where the machine is less loaded";
+  return "; raise --solver-rlimit (or solver-rlimit in the configuration file) to decide it";
+}
+
 model::Finding undecidedFinding(const solve::UndecidedError& e, const std::string& rule_id) {
   model::Finding f;
   const RuleInfo* r = findRule("LG007");
@@ -173,7 +179,7 @@ model::Finding undecidedFinding(const solve::UndecidedError& e, const std::strin
   f.severity = r->severity;
   f.config.world_size = e.cell.world_size;
   f.config.full_nvlink = e.cell.full_nvlink;
-  f.message = "undecided for " + rule_id + ": " + e.what() + " " + limitHint("timeout-ms");
+  f.message = "undecided for " + rule_id + ": " + e.what() + undecidedAdvice(e.what());
   return f;
 }
 

@@ -59,5 +59,8 @@ std::vector<model::Finding> spaceFindings(const model::Gate& gate, const model::
                                           const solve::SpaceResult& space);
 // A query Z3 could not decide: never a silent "no finding".
 model::Finding undecidedFinding(const solve::UndecidedError& e, const std::string& rule_id);
+// What an LG007 message ends with: how to decide the query that Z3 gave up
+// on (`why`, the solver's reason): the limit to raise, and where.
+std::string undecidedAdvice(const std::string& why);
 
 }  // namespace layergate::checks

@@ -68,7 +68,7 @@ std::vector<model::Finding> spaceFindings(const model::Gate& gate, const model::
     const RuleInfo* rule = findRule("LG007");
     f.rule = rule->id;
     f.severity = rule->severity;
-    f.message = "undecided: " + space.why + " " + limitHint("timeout-ms");
+    f.message = "undecided: " + space.why + undecidedAdvice(space.why);
     f.locations.push_back(at(gate.class_loc, "gate", "gate"));
     out.push_back(std::move(f));
   }

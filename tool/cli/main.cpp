@@ -17,6 +17,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <limits>
 
 #include "checks/Check.h"
 #include "cli/Allocator.h"
@@ -160,13 +161,13 @@ void configure(CheckArgs& a) {
   auto s = std::make_shared<config::Settings>(config::resolve(startPath(a), a.overrides));
   a.fail_on = s->fail_on.value;
   a.req.solve.max_world_size = s->max_world_size.value;
+  a.req.solve.rlimit = s->solver_rlimit.value;
   a.req.strict = s->strict.value;
   a.req.rules.bundled = s->bundled_rules.value;
   a.req.rules.dirs = s->rules_dirs.value;
   a.req.max_depth = static_cast<int>(s->max_depth.value);
   a.req.cpp.max_paths = static_cast<std::size_t>(s->max_paths.value);
   a.req.max_file_bytes = static_cast<std::size_t>(s->max_file_bytes.value);
-  a.req.solve.timeout_ms = static_cast<unsigned>(s->timeout_ms.value);
   a.max_files = static_cast<std::size_t>(s->max_files.value);
   a.max_dir_depth = static_cast<int>(s->max_dir_depth.value);
   a.req.settings = s;
@@ -457,7 +458,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1u, 1024u))
       ->type_name("N");
   // The limits: each also a key of the configuration file (config::limitKeys), checked there.
-  std::map<std::string, std::int64_t> limits = {{"max-files", 200000}, {"max-dir-depth", 256}, {"timeout-ms", 5000},
+  std::map<std::string, std::int64_t> limits = {{"max-files", 200000}, {"max-dir-depth", 256},
                                                 {"max-file-bytes", 8 << 20}, {"max-depth", 200}, {"max-paths", 20000}};
   check->add_option("--max-files", limits["max-files"], "With a directory: stop with an error past this many files")
       ->capture_default_str()->type_name("N");
@@ -469,7 +470,15 @@ int main(int argc, char** argv) {
       ->type_name("DIR")
       ->allow_extra_args(false);
   check->add_flag("--no-bundled-rules", no_bundled_rules, "Read only --rules and --target FILE, not the bundled target descriptions");
-  check->add_option("--timeout-ms", limits["timeout-ms"], "Solver time limit per query, in milliseconds")->capture_default_str();
+  check->add_option("--solver-rlimit", ca.req.solve.rlimit,
+                    "Z3's resource limit per query (steps, not time: the same verdict on every machine and with any "
+                    "--jobs); a query past it is reported as LG007")
+      ->check(CLI::Range(1u, std::numeric_limits<unsigned>::max()))
+      ->type_name("N")
+      ->capture_default_str();
+  // Replaced by --solver-rlimit: a time limit made verdicts depend on the machine's load.
+  std::string timeout_ms;
+  check->add_option("--timeout-ms", timeout_ms)->group("");
   check->add_option("--max-world-size", ca.req.solve.max_world_size, "Largest world size in the configuration matrix")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
@@ -612,6 +621,10 @@ int main(int argc, char** argv) {
       if (given("--config")) ov.config_file = config_file;
       if (given("--fail-on")) ov.fail_on = ca.fail_on;
       if (given("--max-world-size")) ov.max_world_size = ca.req.solve.max_world_size;
+      if (given("--solver-rlimit")) ov.solver_rlimit = ca.req.solve.rlimit;
+      if (given("--timeout-ms"))
+        throw InputError("--timeout-ms is gone: the solver's limit is --solver-rlimit N (Z3's resource limit per query, "
+                         "the same verdict on every machine)");
       if (given("--strict")) ov.strict = true;
       if (given("--rules")) ov.rules_dirs = rules_dirs;
       if (no_bundled_rules) ov.bundled_rules = false;

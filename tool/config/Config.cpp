@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -50,7 +51,7 @@ std::size_t editDistance(const std::string& a, const std::string& b) {
 const std::vector<std::string>& knownKeys() {
   static const std::vector<std::string> keys = [] {
     std::vector<std::string> k = {"select", "ignore",        "severity", "fail-on",         "max-world-size",
-                                  "strict", "rules",         "bundled-rules", "exclude", "per-file-ignores"};
+                                  "solver-rlimit", "strict", "rules",         "bundled-rules", "exclude", "per-file-ignores"};
     for (const auto& l : limitKeys()) k.push_back(l.key);
     return k;
   }();
@@ -94,6 +95,11 @@ class Reader {
         if (!i || i->get() < 1 || i->get() > 64)
           fail(v.source(), "'max-world-size' must be an integer from 1 to 64");
         s_.max_world_size = {static_cast<int>(i->get()), at};
+      } else if (key == "solver-rlimit") {
+        const auto* i = v.as_integer();
+        if (!i || i->get() < 1 || i->get() > std::numeric_limits<unsigned>::max())
+          fail(v.source(), fmt::format("'solver-rlimit' must be an integer from 1 to {}", std::numeric_limits<unsigned>::max()));
+        s_.solver_rlimit = {static_cast<unsigned>(i->get()), at};
       } else if (key == "strict") {
         const auto* b = v.as_boolean();
         if (!b) fail(v.source(), "'strict' must be true or false");
@@ -273,7 +279,6 @@ const std::vector<LimitKey>& limitKeys() {
       {"max-files", 1, std::int64_t(1) << 40, &Settings::max_files},
       {"max-dir-depth", 1, 4096, &Settings::max_dir_depth},
       {"max-file-bytes", 1, std::int64_t(1) << 40, &Settings::max_file_bytes},
-      {"timeout-ms", 1, 86400000, &Settings::timeout_ms},
   };
   return keys;
 }
@@ -388,6 +393,7 @@ Settings resolve(const std::string& start, const Overrides& o) {
   if (o.ignore) s.cli_ignore = {checked(*o.ignore, "--ignore"), cl};
   if (o.fail_on) s.fail_on = {*o.fail_on, cl};
   if (o.max_world_size) s.max_world_size = {*o.max_world_size, cl};
+  if (o.solver_rlimit) s.solver_rlimit = {*o.solver_rlimit, cl};
   if (o.strict && *o.strict) s.strict = {true, cl};
   if (o.rules_dirs) {
     std::vector<std::string> dirs;
@@ -424,6 +430,7 @@ std::string describe(const Settings& s) {
     row("severity." + code, fmt::format("\"{}\"", model::severityName(sev.value)), sev.origin);
   row("fail-on", "\"" + s.fail_on.value + "\"", s.fail_on.origin);
   row("max-world-size", std::to_string(s.max_world_size.value), s.max_world_size.origin);
+  row("solver-rlimit", std::to_string(s.solver_rlimit.value), s.solver_rlimit.origin);
   row("strict", s.strict.value ? "true" : "false", s.strict.origin);
   row("rules", list(s.rules_dirs.value), s.rules_dirs.origin);
   row("bundled-rules", s.bundled_rules.value ? "true" : "false", s.bundled_rules.origin);

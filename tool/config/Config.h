@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "model/Model.h"
+#include "solve/Solver.h"
 
 namespace layergate::config {
 
@@ -51,6 +52,7 @@ struct Settings {
   std::map<std::string, Setting<model::Severity>> severity;  // rule code -> severity
   Setting<std::string> fail_on{"error"};
   Setting<int> max_world_size{8};
+  Setting<unsigned> solver_rlimit{solve::kDefaultRlimit};  // Z3's resource limit per query
   Setting<bool> strict{false};
   // The user's rules directories (absolute), read after the bundled rules
   // unless bundled_rules is false (target::RuleSet).
@@ -63,7 +65,6 @@ struct Settings {
   Setting<std::int64_t> max_files{200000};      // files a directory scan looks at
   Setting<std::int64_t> max_dir_depth{256};     // directory levels a scan enters
   Setting<std::int64_t> max_file_bytes{8 << 20};
-  Setting<std::int64_t> timeout_ms{5000};       // per solver query
   Setting<std::vector<std::string>> exclude;
   std::vector<PerFileIgnore> per_file_ignores;
 
@@ -85,6 +86,7 @@ struct Overrides {
   std::optional<std::vector<std::string>> select, ignore;
   std::optional<std::string> fail_on;
   std::optional<int> max_world_size;
+  std::optional<unsigned> solver_rlimit;
   std::optional<bool> strict;
   std::optional<std::vector<std::string>> rules_dirs;
   std::optional<bool> bundled_rules;

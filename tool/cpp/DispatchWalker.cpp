@@ -962,8 +962,10 @@ m::Dispatch Walker::run(const FunctionDecl* fd) {
   }
   // Opaques that appear in some leaf condition.
   std::set<std::string> seen;
-  for (const auto& leaf : d.leaves)
-    for (const auto& v : m::varsOf(leaf.condition))
+  std::vector<ExprPtr> conds;
+  for (const auto& leaf : d.leaves) conds.push_back(leaf.condition);
+  for (const auto& vars : m::varsOfEach(conds))
+    for (const auto& v : vars)
       if (v.kind == m::VarKind::Opaque && seen.insert(v.name).second) {
         auto it = opaque_where_.find(v.name);
         m::OpaqueSymbol o;

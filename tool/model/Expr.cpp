@@ -1,8 +1,12 @@
 #include "model/Expr.h"
 
+#include <algorithm>
 #include <functional>
+#include <map>
+#include <memory>
 #include <set>
 #include <sstream>
+#include <unordered_map>
 #include <utility>
 
 namespace layergate::model {
@@ -311,6 +315,67 @@ std::vector<VarRef> varsOf(const ExprPtr& e) {
       continue;
     }
     for (auto it = x->args.rbegin(); it != x->args.rend(); ++it) stack.push_back(it->get());
+  }
+  return out;
+}
+
+std::vector<std::vector<VarRef>> varsOfEach(const std::vector<ExprPtr>& roots) {
+  // Per node, its variables as indices into `vars`, in first-seen order: the
+  // ordered union of its arguments' lists (a pre-order walk meets a variable
+  // first in the first argument that has it). A node that adds nothing to its
+  // first argument's list shares it.
+  using List = std::shared_ptr<const std::vector<int>>;
+  std::vector<VarRef> vars;
+  std::map<std::pair<std::string, int>, int> ids;
+  std::unordered_map<const Expr*, List> done;
+  const List none = std::make_shared<const std::vector<int>>();
+  std::vector<std::vector<VarRef>> out;
+  for (const auto& root : roots) {
+    if (!root) {
+      out.emplace_back();
+      continue;
+    }
+    std::vector<std::pair<const Expr*, bool>> stack{{root.get(), false}};
+    while (!stack.empty()) {
+      auto [e, expanded] = stack.back();
+      stack.pop_back();
+      if (done.count(e)) continue;
+      if (e->op == Op::Var) {
+        auto key = std::make_pair(e->s, static_cast<int>(e->sort));
+        auto it = ids.find(key);
+        if (it == ids.end()) {
+          it = ids.emplace(key, static_cast<int>(vars.size())).first;
+          vars.push_back({e->s, e->sort, e->var_kind});
+        }
+        done.emplace(e, std::make_shared<const std::vector<int>>(1, it->second));
+        continue;
+      }
+      if (!expanded) {
+        stack.push_back({e, true});
+        for (auto it = e->args.rbegin(); it != e->args.rend(); ++it)
+          if (!done.count(it->get())) stack.push_back({it->get(), false});
+        continue;
+      }
+      List merged = none;
+      std::vector<int> grown;
+      for (const auto& a : e->args) {
+        const List& l = done.at(a.get());
+        if (merged == none && grown.empty()) {
+          merged = l;
+          continue;
+        }
+        for (int v : *l) {
+          const std::vector<int>& have = grown.empty() ? *merged : grown;
+          if (std::find(have.begin(), have.end(), v) != have.end()) continue;
+          if (grown.empty()) grown = *merged;
+          grown.push_back(v);
+        }
+      }
+      done.emplace(e, grown.empty() ? merged : std::make_shared<const std::vector<int>>(std::move(grown)));
+    }
+    std::vector<VarRef> mine;
+    for (int v : *done.at(root.get())) mine.push_back(vars[v]);
+    out.push_back(std::move(mine));
   }
   return out;
 }

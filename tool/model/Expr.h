@@ -99,6 +99,10 @@ struct VarRef {
   VarKind kind;
 };
 std::vector<VarRef> varsOf(const ExprPtr& e);
+// varsOf of each root, walking a node the roots share once: a dispatch's leaf
+// conditions share their prefixes, and one varsOf per leaf costs the square
+// of the dispatch's size.
+std::vector<std::vector<VarRef>> varsOfEach(const std::vector<ExprPtr>& roots);
 
 // e with every Var whose name (and sort) a key of `by` names replaced by its
 // value, rebuilt through the folding constructors. Iterative, as varsOf.

@@ -55,8 +55,8 @@ std::string describeEnv(const std::vector<std::pair<std::string, std::optional<s
 // A leaf whose condition reads no config variable is reached only through the
 // dispatch's own preconditions (unregistered buffer, size not a multiple of
 // the pack): something the gate cannot see and does not promise.
-bool configDependent(const model::Leaf& l) {
-  for (const auto& v : model::varsOf(l.condition))
+bool configDependent(const std::vector<model::VarRef>& leaf_vars) {
+  for (const auto& v : leaf_vars)
     if (v.kind == VarKind::Config) return true;
   return false;
 }
@@ -73,20 +73,28 @@ Solver::Solver(const model::Gate& gate, const model::Dispatch& dispatch, Options
     : gate_(gate), dispatch_(dispatch), impl_(std::make_unique<Impl>(options)) {
   Impl& I = *impl_;
   I.textsFrom(gate_.opaques);
+  I.gate_vars = model::varsOf(gate.predicate());
+  {
+    std::vector<model::ExprPtr> conds;
+    for (const auto& l : dispatch.leaves) conds.push_back(l.condition);
+    I.leaf_vars = model::varsOfEach(conds);
+    for (const auto& vars : I.leaf_vars) I.leaf_config.push_back(configDependent(vars));
+  }
   {
     bool nv = false;
-    auto mentions = [&](const model::ExprPtr& e) {
-      if (e)
-        for (const auto& v : model::varsOf(e)) nv = nv || I.roles.isLink(v.name);
+    auto mentions = [&](const std::vector<model::VarRef>& vars) {
+      for (const auto& v : vars) nv = nv || I.roles.isLink(v.name);
     };
-    mentions(gate.predicate());
-    for (const auto& l : dispatch.leaves) mentions(l.condition);
-    mentions(flag_value);
+    mentions(I.gate_vars);
+    for (const auto& vars : I.leaf_vars) mentions(vars);
+    if (flag_value) mentions(model::varsOf(flag_value));
     reads_nvlink_ = nv;
-    for (const auto& e : {gate.predicate(), gate.assumed, flag_value})
+    for (const auto& e : {gate.assumed, flag_value})
       if (e)
         for (const auto& v : model::varsOf(e))
           if (v.kind == VarKind::Config) I.py_config.insert(v.name);
+    for (const auto& v : I.gate_vars)
+      if (v.kind == VarKind::Config) I.py_config.insert(v.name);
   }
   if (!I.roles.cells())
     throw InputError("the cell analysis needs the target's variables in the ranks, link and bytes roles");
@@ -122,7 +130,10 @@ Solver::Solver(const model::Gate& gate, const model::Dispatch& dispatch, Options
     std::vector<z3::expr> divisors;
     I.py_divisors = &divisors;
     I.gate = I.translate(gate.predicate(), Side::Python);
-    if (ws_value) I.cpp_ws = I.translate(ws_value, Side::Python);
+    if (ws_value) {
+      I.cpp_ws = I.translate(ws_value, Side::Python);
+      I.forgetTranslations(Side::Cpp);
+    }
     I.py_divisors = nullptr;
     for (const auto& d : divisors) I.gate = I.gate && d != 0;
   }
@@ -130,6 +141,7 @@ Solver::Solver(const model::Gate& gate, const model::Dispatch& dispatch, Options
   for (const auto& f : I.rank_facts) I.py_domain = I.py_domain && f;
   if (flag_value) {
     I.split_flag = true;
+    I.forgetTranslations(Side::Cpp);
     z3::expr cpp_flag = I.var(I.roles.link, Sort::Bool, VarKind::Config, Side::Cpp);
     I.flag_value = I.translate(flag_value, Side::Python);
     I.domain = I.domain && cpp_flag == I.flag_value;
@@ -212,7 +224,7 @@ const std::vector<CellVerdict>& Solver::matrix() {
       }
       for (size_t i = 0; i < dispatch_.leaves.size(); ++i) {
         const auto& leaf = dispatch_.leaves[i];
-        if (!configDependent(leaf)) {
+        if (!I.leaf_config[i]) {
           // Reached through the dispatch's own preconditions only: the same in
           // every cell and for every size, so no query is needed.
           DispatchPart p;
@@ -246,7 +258,7 @@ const std::vector<CellVerdict>& Solver::matrix() {
         };
         if (plain) part(*plain, "");
         std::vector<std::string> reads;  // the C++-only env variables this leaf's path reads
-        for (const auto& var : model::varsOf(leaf.condition)) {
+        for (const auto& var : I.leaf_vars[i]) {
           std::string n = model::envNameOf(var.name);
           if (!n.empty() && std::find(cpp_only.begin(), cpp_only.end(), n) != cpp_only.end() &&
               std::find(reads.begin(), reads.end(), n) == reads.end())
@@ -299,8 +311,8 @@ const target::Variable* Solver::elementVariable() {
   element_known_ = true;
   const target::Variable* el = target::findVariable(impl_->opt.variables, impl_->roles.element);
   if (!el) return nullptr;
-  for (const auto& l : dispatch_.leaves)
-    for (const auto& v : model::varsOf(l.condition))
+  for (const auto& vars : impl_->leaf_vars)
+    for (const auto& v : vars)
       if (v.name == el->name) return element_ = el;
   return nullptr;
 }
@@ -402,7 +414,7 @@ std::optional<Gap> Solver::computeGap(const Cell& c, GapKind kind) {
   if (!c.nvlink_any) g.counterexample.full_nvlink = c.full_nvlink;
   // The other config variables the gate reads or hands down (a policy's
   // inputs and outputs), as the counterexample has them.
-  for (const auto& v : model::varsOf(gate_.predicate()))
+  for (const auto& v : I.gate_vars)
     if (v.kind == VarKind::Config && v.sort == Sort::Int && !I.roles.isRanks(v.name) && !I.roles.isBytes(v.name) &&
         model::envNameOf(v.name).empty()) {
       z3::expr x = m.eval(I.var(v.name, Sort::Int, VarKind::Config, Side::Python), true);
@@ -483,7 +495,7 @@ std::optional<Gap> Solver::computeGap(const Cell& c, GapKind kind) {
   for (int pass = 0; pass < 2 && !g.leaf; ++pass)
     for (size_t i = 0; i < dispatch_.leaves.size() && !g.leaf; ++i) {
       const auto& l = dispatch_.leaves[i];
-      if (l.kind == want && (pass == 1 || configDependent(l)) && reachable(I.leaf_conds[i])) g.leaf = &l;
+      if (l.kind == want && (pass == 1 || I.leaf_config[i]) && reachable(I.leaf_conds[i])) g.leaf = &l;
     }
   for (size_t i = 0; i < gate_.admits.size() && !g.admit; ++i)
     if (m.eval(I.admit_conds[i], true).is_true()) g.admit = &gate_.admits[i];

@@ -126,6 +126,8 @@ struct CellVerdict {
   std::vector<std::string> routed_elsewhere;
 };
 
+inline constexpr unsigned kDefaultRlimit = 20000000;
+
 struct Options {
   // The target's declared variables. Solver: those in the ranks, link and
   // bytes roles are the cells' group size, link flag and message size
@@ -134,7 +136,12 @@ struct Options {
   target::Variables variables;
   int min_world_size = 1;
   int max_world_size = 8;
-  unsigned timeout_ms = 5000;  // per query
+  // Z3's resource limit per query (its `rlimit`: a count of the solver's
+  // steps, the same on every machine, whatever the load or --jobs), so that a
+  // verdict, and an LG007 give-up, never depend on the wall clock. The
+  // default is about a few seconds of work on a laptop core, far above what
+  // any query of the bundled fixtures takes. 0: no limit.
+  unsigned rlimit = kDefaultRlimit;
   bool sizes = true;           // matrix(): the admitted message sizes per cell (a search of many queries)
   // matrix(): what the dispatch runs in each cell, with its message sizes (a
   // query per leaf and cell, and a search per range); off: the gate's part
@@ -219,7 +226,8 @@ class Solver {
   std::map<std::pair<int, int>, std::optional<Gap>> gaps_;  // (cell index, kind) -> findGap's answer
 };
 
-// Z3 answered "unknown" (timeout or incompleteness) for a query on a cell.
+// Z3 answered "unknown" (its resource limit reached, or incompleteness) for a
+// query on a cell.
 class UndecidedError : public std::runtime_error {
  public:
   UndecidedError(const Cell& c, const std::string& why);

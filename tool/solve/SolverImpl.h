@@ -6,12 +6,14 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <functional>
 #include <map>
 #include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include <z3++.h>
@@ -32,9 +34,9 @@ using model::VarKind;
 // things in Python and C++).
 enum class Side { Python, Cpp };
 
-// A leaf whose condition depends on the configuration (not only on the
-// dispatch's own preconditions).
-bool configDependent(const model::Leaf& l);
+// A leaf whose condition reads these variables depends on the configuration
+// (not only on the dispatch's own preconditions).
+bool configDependent(const std::vector<model::VarRef>& leaf_vars);
 
 struct Solver::Impl {
   z3::context ctx;
@@ -95,6 +97,13 @@ struct Solver::Impl {
   z3::expr none_any{ctx};    // exists cpp-opaques. N
   z3::expr throw_any{ctx};   // exists cpp-opaques. T
   std::vector<z3::expr> leaf_conds;   // per dispatch leaf, cpp opaques free
+  // Per dispatch leaf, found once: the variables its condition reads, and
+  // whether one of them is a config variable. Every cell and every gap asks,
+  // and a dispatch's conditions share their prefixes, so walking them per
+  // question costs the square of the dispatch's size per cell.
+  std::vector<std::vector<model::VarRef>> leaf_vars;
+  std::vector<bool> leaf_config;
+  std::vector<model::VarRef> gate_vars;  // the gate predicate's
   std::vector<z3::expr> broken_conds; // per clang error in the dispatch: some path runs through it
   z3::expr broken_any{ctx};
   z3::expr parse_any{ctx};  // some path runs through a statement clang's parser gave up on
@@ -180,8 +189,24 @@ struct Solver::Impl {
   }
 
   // Post-order, iterative: gate models can be deep and must not overflow the stack.
+  //
+  // Each node is translated once per side and Solver: the dispatch's leaf
+  // conditions share their prefixes (a path condition is the conditions of
+  // the branches before it), so translating each leaf afresh costs the square
+  // of the dispatch's size. While py_divisors collects the divisors of a
+  // Python expression, the walk reads no earlier translation (their
+  // divisors would be missed) but still records its own.
+  std::unordered_map<const Expr*, z3::expr> translated[2];
+  // The roots walked, kept alive: a node's address then names it alone for
+  // as long as the memos above and below hold it.
+  std::vector<ExprPtr> walked;
+  // Forgets the translations: after a change of what var() answers (the
+  // dispatch's world size, the split flag).
+  void forgetTranslations(Side side) { translated[side == Side::Cpp].clear(); }
   z3::expr translate(const ExprPtr& root, Side side) {
-    std::unordered_map<const Expr*, z3::expr> done;
+    walked.push_back(root);
+    std::unordered_map<const Expr*, z3::expr> fresh;
+    std::unordered_map<const Expr*, z3::expr>& done = py_divisors ? fresh : translated[side == Side::Cpp];
     std::vector<std::pair<const Expr*, bool>> stack{{root.get(), false}};
     while (!stack.empty()) {
       const Expr* e = stack.back().first;
@@ -244,6 +269,7 @@ struct Solver::Impl {
           e->args[1]->op != Op::IntConst)
         py_divisors->push_back(arg(1));
       done.emplace(e, r);
+      if (py_divisors) translated[side == Side::Cpp].insert_or_assign(e, r);
     }
     return done.at(root.get());
   }
@@ -256,13 +282,16 @@ struct Solver::Impl {
   }
 
   // Collects every string constant first, so that int(s) sees them all.
+  // Each node once per Solver (the leaves share their prefixes).
+  std::unordered_set<const Expr*> strings_seen;
   void collectStrings(const ExprPtr& root) {
+    if (!root) return;
+    walked.push_back(root);
     std::vector<const Expr*> stack{root.get()};
-    std::set<const Expr*> seen;
     while (!stack.empty()) {
       const Expr* e = stack.back();
       stack.pop_back();
-      if (!seen.insert(e).second) continue;
+      if (!strings_seen.insert(e).second) continue;
       if (e->op == Op::StrConst) strId(e->s);
       for (const auto& a : e->args) stack.push_back(a.get());
     }
@@ -280,18 +309,33 @@ struct Solver::Impl {
     const z3::expr_vector& bound = only ? *only : cpp_opaques;
     if (bound.empty()) return f;
     z3::expr q = z3::exists(bound, f);
+    return eliminate(q).value_or(q);
+  }
+
+  // q with its quantifiers eliminated, when Z3 can (qe-light first: it
+  // removes the bound terms a formula only compares with constants, most of
+  // a dispatch's, at a fraction of qe's cost); nullopt: the solver takes q
+  // as it is. Z3's tactics take no resource limit, only a time limit, so
+  // this one is a safety net that no working analysis comes near (these
+  // eliminations take milliseconds): when it fires, wall_clock says so and
+  // every later query is undecided, naming it, rather than answered from a
+  // formula that depends on how busy the machine was.
+  static constexpr unsigned kEliminationWallClockMs = 120000;
+  std::optional<std::string> wall_clock;
+  std::optional<z3::expr> eliminate(const z3::expr& q) {
+    const auto t0 = std::chrono::steady_clock::now();
     try {
       z3::goal g(ctx);
       g.add(q);
-      z3::params p(ctx);
-      // qe-light first: it removes the bound terms a formula only compares
-      // with constants (most of a dispatch's) at a fraction of qe's cost.
-      z3::tactic qe = z3::try_for(z3::tactic(ctx, "qe-light") & z3::tactic(ctx, "qe"), opt.timeout_ms);
+      z3::tactic qe = z3::try_for(z3::tactic(ctx, "qe-light") & z3::tactic(ctx, "qe"), kEliminationWallClockMs);
       z3::apply_result ar = qe(g);
       if (ar.size() == 1) return ar[0].as_expr();
     } catch (const z3::exception&) {
+      if (std::chrono::steady_clock::now() - t0 >= std::chrono::milliseconds(kEliminationWallClockMs))
+        wall_clock = "a quantifier elimination ran past the " + std::to_string(kEliminationWallClockMs / 1000) +
+                     " s wall-clock safety limit (not a resource limit: this verdict may differ on a faster machine)";
     }
-    return q;
+    return std::nullopt;
   }
 
   // f inside cell c: the world size (and NVLink, where the cell fixes it)
@@ -322,17 +366,7 @@ struct Solver::Impl {
     const z3::expr_vector& bound = only ? *only : py_uninterp;
     if (bound.empty()) return f;
     z3::expr q = z3::forall(bound, f);
-    try {
-      z3::goal g(ctx);
-      g.add(q);
-      // qe-light first: it removes the bound terms a formula only compares
-      // with constants (most of a dispatch's) at a fraction of qe's cost.
-      z3::tactic qe = z3::try_for(z3::tactic(ctx, "qe-light") & z3::tactic(ctx, "qe"), opt.timeout_ms);
-      z3::apply_result ar = qe(g);
-      if (ar.size() == 1) return ar[0].as_expr();
-    } catch (const z3::exception&) {
-    }
-    return q;
+    return eliminate(q).value_or(q);
   }
 
   // "The gate admits some configuration at all", as a formula over the
@@ -373,16 +407,7 @@ struct Solver::Impl {
       for (unsigned k = 0; k < e.num_args(); ++k) stack.push_back(e.arg(k));
     }
     z3::expr g = from.empty() ? f : z3::exists(to, z3::expr(f).substitute(from, to));
-    try {
-      z3::goal gl(ctx);
-      gl.add(g);
-      // qe-light first: it removes the bound terms a formula only compares
-      // with constants (most of a dispatch's) at a fraction of qe's cost.
-      z3::tactic qe = z3::try_for(z3::tactic(ctx, "qe-light") & z3::tactic(ctx, "qe"), opt.timeout_ms);
-      z3::apply_result ar = qe(gl);
-      if (ar.size() == 1) g = ar[0].as_expr();
-    } catch (const z3::exception&) {
-    }
+    if (auto e = eliminate(g)) g = *e;
     any_admit = g;
     return g;
   }
@@ -441,8 +466,9 @@ struct Solver::Impl {
   z3::solver& liveSolver(std::optional<z3::solver>& slot) {
     if (!slot) {
       slot.emplace(ctx);
+      // A resource limit, not a time limit: the same give-up on every run.
       z3::params p(ctx);
-      p.set("timeout", opt.timeout_ms);
+      p.set("rlimit", opt.rlimit);
       slot->set(p);
       slot->add(domain);
     }
@@ -470,11 +496,22 @@ struct Solver::Impl {
 
   // sat / unsat, or UndecidedError.
   bool sat(z3::solver& s, const Cell& c, const char* what) {
+    if (wall_clock) throw UndecidedError(c, std::string(what) + ": " + *wall_clock);
     switch (s.check()) {
       case z3::sat: return true;
       case z3::unsat: return false;
-      default: throw UndecidedError(c, std::string(what) + ": Z3 gave up (" + s.reason_unknown() + ")");
+      default: throw UndecidedError(c, std::string(what) + ": " + gaveUp(s));
     }
+  }
+  // Why s answered unknown, in words that name the limit reached.
+  std::string gaveUp(z3::solver& s) const {
+    std::string r = s.reason_unknown();
+    // Nothing else interrupts a check (no timer, no signal handler): a
+    // canceled one reached its resource limit.
+    // A limit reached before the search starts leaves the bare "unknown".
+    if (r.find("resource limit") != std::string::npos || r.find("canceled") != std::string::npos || r == "unknown")
+      return "Z3 reached its resource limit (rlimit " + std::to_string(opt.rlimit) + " per query)";
+    return "Z3 gave up (" + r + ")";
   }
 
   std::int64_t nbytesIn(z3::model& m) {

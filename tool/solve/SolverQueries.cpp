@@ -10,21 +10,21 @@ std::vector<Example> Solver::examples(const Cell& c, std::int64_t small, std::in
   std::vector<Example> out;
   // The integers a harness must be given: the gate's inputs and outputs.
   std::vector<std::string> ints;
-  for (const auto& v : model::varsOf(gate_.predicate()))
+  for (const auto& v : I.gate_vars)
     if (v.kind == VarKind::Config && v.sort == Sort::Int && !I.roles.isRanks(v.name) && !I.roles.isBytes(v.name) &&
         model::envNameOf(v.name).empty() && std::find(ints.begin(), ints.end(), v.name) == ints.end())
       ints.push_back(v.name);
   std::sort(ints.begin(), ints.end());
   // And the text values it hands down (an algorithm's name).
   std::vector<std::string> texts;
-  for (const auto& v : model::varsOf(gate_.predicate()))
+  for (const auto& v : I.gate_vars)
     if (v.kind == VarKind::Config && v.sort == Sort::Str && model::envNameOf(v.name).empty() &&
         std::find(texts.begin(), texts.end(), v.name) == texts.end())
       texts.push_back(v.name);
   std::sort(texts.begin(), texts.end());
   for (size_t i = 0; i < dispatch_.leaves.size(); ++i) {
     const auto& leaf = dispatch_.leaves[i];
-    if (!configDependent(leaf)) continue;
+    if (!I.leaf_config[i]) continue;
     // A gap leaf counts only where no launch is reachable (what findGap asks).
     z3::expr f = I.gate && I.cellExpr(c) && I.leaf_conds[i];
     if (leaf.kind != LeafKind::Launch) f = f && !I.launch_any;
@@ -221,14 +221,14 @@ std::vector<EnvRejection> Solver::findEnvRejections() {
     // The throw this value reaches: first among the throws whose condition
     // reads the variable (an earlier throw guarded by something the tool did
     // not interpret may also be satisfiable here), else any that is.
-    auto readsEnv = [&](const model::Leaf& l) {
-      for (const auto& v : model::varsOf(l.condition))
+    auto readsEnv = [&](size_t leaf) {
+      for (const auto& v : I.leaf_vars[leaf])
         if (v.name == model::envVar(n) || v.name == model::envSetVar(n)) return true;
       return false;
     };
     for (int pass = 0; pass < 2 && !r.leaf; ++pass)
       for (size_t i = 0; i < dispatch_.leaves.size() && !r.leaf; ++i) {
-        if (dispatch_.leaves[i].kind != LeafKind::Throw || (pass == 0 && !readsEnv(dispatch_.leaves[i]))) continue;
+        if (dispatch_.leaves[i].kind != LeafKind::Throw || (pass == 0 && !readsEnv(i))) continue;
         Impl::Query lq(I);
         lq.s.add(I.leaf_conds[i] && pin);
         if (lq.s.check() == z3::sat) r.leaf = &dispatch_.leaves[i];

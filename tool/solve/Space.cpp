@@ -223,10 +223,11 @@ class SpaceSolver {
   };
 
   bool sat(z3::solver& s) {
+    if (I.wall_clock) throw Undecided{*I.wall_clock};
     switch (s.check()) {
       case z3::sat: return true;
       case z3::unsat: return false;
-      default: throw Undecided{"Z3 gave up (" + s.reason_unknown() + ")"};
+      default: throw Undecided{I.gaveUp(s)};
     }
   }
 
