@@ -207,9 +207,9 @@ TEST_F(UserRules, ALimitSetInTheConfigurationFileIsNamedWhenHit) {
   EXPECT_EQ(range.status, 2);
   EXPECT_NE(range.err.find(".layergate.toml:1:13: 'max-depth' must be an integer from 8 to 500"), std::string::npos)
       << range.err;
-  put(".layergate.toml", "timeout-ms = 1000\nmax-dir-depth = 3\n");
+  put(".layergate.toml", "solver-rlimit = 1000000\nmax-dir-depth = 3\n");
   CliRun shown = run("check --show-settings");
-  EXPECT_NE(shown.out.find("timeout-ms"), std::string::npos) << shown.out;
+  EXPECT_NE(shown.out.find("solver-rlimit"), std::string::npos) << shown.out;
   EXPECT_NE(shown.out.find(".layergate.toml:1"), std::string::npos) << shown.out;
   EXPECT_NE(shown.out.find(".layergate.toml:2"), std::string::npos) << shown.out;
 }
