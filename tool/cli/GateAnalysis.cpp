@@ -350,6 +350,7 @@ std::vector<GateAnalysis> analyseGates(gates::Inventory& inv, const std::string&
         if (read.count(v.name)) spanned.push_back(v);
       r.variables = spanned;
       solve::Options so = base.solve;
+      for (const auto& in : tgt.python.policy.inputs) so.switch_calls_without.push_back(in.param);
       r.space = solve::solveSpace(r.gate, r.dispatch, spanned, so);
       r.findings = checks::spaceFindings(r.gate, r.dispatch, *r.space);
       Request req = base;

@@ -150,6 +150,13 @@ struct Options {
   // solveSpace(): the admitted regions per kernel (a search of many queries;
   // a report that lists no regions asks only whether the gate admits any).
   bool regions = true;
+  // A gate restated from the conditions on a call's path (cli/GateAnalysis.h),
+  // whose variables are these parameter names: an uninterpreted Boolean call
+  // whose text mentions none of them (`isinstance(meta, dict)`,
+  // `current_platform.is_cuda()`) is a feature switch like a bare name. Empty
+  // (a target's gate): a call with arguments is never one, since its
+  // arguments may be a configuration quantity under another name.
+  std::vector<std::string> switch_calls_without;
 };
 
 // LG003's question: a config the gate admits in which the flag C++ receives

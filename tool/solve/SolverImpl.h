@@ -66,6 +66,18 @@ struct Solver::Impl {
   }
   bool switchable(const std::string& name) const {
     std::string t = text_of ? text_of(name) : name;
+    if (!opt.switch_calls_without.empty()) {
+      auto mentions = [&](const std::string& n) {
+        for (std::size_t at = t.find(n); at != std::string::npos; at = t.find(n, at + 1)) {
+          bool left = at == 0 || !(std::isalnum(static_cast<unsigned char>(t[at - 1])) || t[at - 1] == '_');
+          std::size_t end = at + n.size();
+          bool right = end >= t.size() || !(std::isalnum(static_cast<unsigned char>(t[end])) || t[end] == '_');
+          if (left && right) return true;
+        }
+        return false;
+      };
+      return std::none_of(opt.switch_calls_without.begin(), opt.switch_calls_without.end(), mentions);
+    }
     for (std::size_t open = t.find('('); open != std::string::npos; open = t.find('(', open + 1)) {
       std::size_t k = open + 1;
       while (k < t.size() && std::isspace(static_cast<unsigned char>(t[k]))) ++k;
