@@ -127,7 +127,9 @@ def main():
             if not an:
                 why = "not analysed after the plant: " + (h["reason"] if h else "gate gone")
             elif not an["errors"]:
-                why = "no error"
+                possible = [d for d in an["diagnostics"] if " LG008 " in d and "layergate plant" in d]
+                why = ("a possible gap only (LG008): " + possible[0].split("depends on", 1)[-1].strip()[:200]
+                       if possible else "no error")
             elif f"{f}:{line}" not in an["rejected_at"]:
                 why = "error not at the planted line: " + ",".join(an["rejected_at"])
             else:
