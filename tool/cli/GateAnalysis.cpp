@@ -359,6 +359,10 @@ std::vector<GateAnalysis> analyseGates(gates::Inventory& inv, const std::string&
       finishFindings(req, r);
     } catch (const std::exception& e) {
       failed[k] = e.what();
+    } catch (...) {
+      // One gate's failure (a solver exception of its own type) never stops
+      // the others: it is listed as stopped.
+      failed[k] = "an internal error in this gate's analysis";
     }
   });
   std::vector<GateAnalysis> done;
