@@ -88,7 +88,6 @@ struct Call {
   std::string function;
   std::vector<Condition> conditions;
   std::vector<std::string> arguments;
-  std::string enclosing_top;  // the module-level function the call is in ("" at module level or in a class)
 };
 
 struct ModuleFacts {
@@ -102,7 +101,7 @@ struct ModuleFacts {
 };
 
 // Conditions on the path from the function's entry to node.
-std::vector<Condition> conditionsOf(TSNode node, const std::string& src, std::string* function, std::string* top) {
+std::vector<Condition> conditionsOf(TSNode node, const std::string& src, std::string* function) {
   std::vector<Condition> out;
   auto add = [&](const char* kind, TSNode test) {
     out.push_back({kind, collapsed(textOf(test, src)), static_cast<int>(ts_node_start_point(test).row) + 1});
@@ -172,7 +171,6 @@ std::vector<Condition> conditionsOf(TSNode node, const std::string& src, std::st
   std::string f;
   for (const auto& s : scopes) f += (f.empty() ? "" : ".") + s;
   *function = f.empty() ? "<module>" : f;
-  *top = "";
   return out;
 }
 
@@ -286,7 +284,7 @@ void walkModule(TSNode root, const std::string& src, ModuleFacts& m) {
         TSPoint p = ts_node_start_point(n);
         c.line = static_cast<int>(p.row) + 1;
         c.column = static_cast<int>(p.column) + 1;
-        c.conditions = conditionsOf(n, src, &c.function, &c.enclosing_top);
+        c.conditions = conditionsOf(n, src, &c.function);
         for (TSNode a : named(field(n, "arguments"))) c.arguments.push_back(collapsed(textOf(a, src), 80));
         m.calls.push_back(std::move(c));
       }
