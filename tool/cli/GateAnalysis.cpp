@@ -131,7 +131,7 @@ ImpliedTarget impliedTarget(const gates::Gate& g) {
           if (found == vars.end()) {
             Var x{unique(key), "size", v.python + ".shape[" + k + "]", {}, ""};
             x.param = "lg_" + x.name;
-            for (const std::string form : {v.param + ".size(" + k + ")", v.param + ".sizes()[" + k + "]"})
+            for (const std::string& form : {v.param + ".size(" + k + ")", v.param + ".sizes()[" + k + "]"})
               cpp_values[form] = {{"var", x.name}};
             out.cpp_form[x.name] = v.param + ".size(" + k + ")";
             vars.push_back(std::move(x));
@@ -171,7 +171,7 @@ ImpliedTarget impliedTarget(const gates::Gate& g) {
           Var x{unique(identifierOf(v.python) + "_dtype"), "enum", v.python + ".dtype", {}, ""};
           x.param = "lg_" + x.name;
           x.python.push_back({v.python + ".dtype", x.param});
-          for (const std::string form : {v.param + ".scalar_type()", v.param + ".dtype()"}) cpp_values[form] = {{"var", x.name}};
+          for (const std::string& form : {v.param + ".scalar_type()", v.param + ".dtype()"}) cpp_values[form] = {{"var", x.name}};
           out.cpp_form[x.name] = v.param + ".scalar_type()";
           vars.push_back(std::move(x));
           any_dtype = true;
