@@ -49,10 +49,12 @@ else()
       "${LAYERGATE_DEB_LLVM_DEPENDS}libz3-4, libtree-sitter0, libfmt9, libstdc++6, libgcc-s1, libc6, ${LAYERGATE_DEB_HEADER_DEPENDS}")
 endif()
 # The package's binary is stripped (a third of its size is symbols and
-# debug info). Built with debug info (RelWithDebInfo, the default; Debug),
+# debug info). Built with debug info (any -g in the build type's flags:
+# RelWithDebInfo, the default; Debug; the sanitizer build's line tables),
 # CPack splits it into layergate-dbgsym_<ver>_<arch>.ddeb, found by the
 # binary's build ID (/usr/lib/debug/.build-id/); without any, it just strips.
-if(CMAKE_BUILD_TYPE MATCHES "^(RelWithDebInfo|Debug)$")
+string(TOUPPER "${CMAKE_BUILD_TYPE}" _lg_build_type)
+if(" ${CMAKE_CXX_FLAGS} ${CMAKE_CXX_FLAGS_${_lg_build_type}} " MATCHES " -g")
   set(CPACK_DEBIAN_DEBUGINFO_PACKAGE ON)
 else()
   set(CPACK_STRIP_FILES ON)

@@ -35,8 +35,9 @@ std::vector<Tok> lex(const std::string& text) {
     const std::size_t before = out.size();
     if (t.is(clang::tok::raw_identifier)) {
       out.push_back({Tok::Ident, t.getRawIdentifier().str(), off});
-    } else if (const char* p = t.getLiteralData()) {
-      out.push_back({clang::tok::isStringLiteral(t.getKind()) ? Tok::String : Tok::Other, std::string(p, t.getLength()), off});
+    } else if (t.isLiteral() && t.getLiteralData()) {
+      out.push_back({clang::tok::isStringLiteral(t.getKind()) ? Tok::String : Tok::Other,
+                     std::string(t.getLiteralData(), t.getLength()), off});
     } else {
       const char* sp = clang::tok::getPunctuatorSpelling(t.getKind());
       out.push_back({sp ? Tok::Punct : Tok::Other, sp ? sp : "", off});
