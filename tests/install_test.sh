@@ -92,12 +92,17 @@ done
 dpkg -x "$deb" "$tmp/root"
 # Stripped, its debug info (for a build that has some) in the -dbgsym package
 # under the binary's build ID.
-! readelf -S "$tmp/root/usr/bin/layergate" | grep -qE '\.(symtab|debug_info)' || fail "the .deb's binary is not stripped"
-if readelf -S "$build/tool/layergate" | grep -q '\.debug_info'; then
+# (Each listing is taken whole before it is searched: `grep -q` stops reading
+# at its match, and under pipefail the writer's broken pipe fails the test.)
+packaged=$(readelf -S "$tmp/root/usr/bin/layergate")
+! grep -qE '\.(symtab|debug_info)' <<<"$packaged" || fail "the .deb's binary is not stripped"
+built=$(readelf -S "$build/tool/layergate")
+if grep -q '\.debug_info' <<<"$built"; then
   dbg=$(ls "$tmp"/pkg/layergate-dbgsym_*.ddeb 2>/dev/null) || fail "no -dbgsym package for a build with debug info: $(ls "$tmp/pkg")"
   id=$(readelf -n "$tmp/root/usr/bin/layergate" | sed -nE 's/.*Build ID: ([0-9a-f]+).*/\1/p')
   [ -n "$id" ] || fail "the binary has no build ID"
-  dpkg-deb -c "$dbg" | grep -q "usr/lib/debug/.build-id/${id:0:2}/${id:2}.debug" || fail "$dbg has no debug info for build ID $id"
+  contents=$(dpkg-deb -c "$dbg")
+  grep -q "usr/lib/debug/.build-id/${id:0:2}/${id:2}.debug" <<<"$contents" || fail "$dbg has no debug info for build ID $id"
 fi
 check_prefix "$tmp/root/usr"
 echo "install_test: $(basename "$deb") ok (Depends: $depends)"
